@@ -1,0 +1,112 @@
+import { readFileSync } from 'node:fs'
+import { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type pg from 'pg'
+import type { Config } from './config.js'
+import type { Controller } from './controller.js'
+import { ping } from './database/pool.js'
+import { HookError } from './errors.js'
+import { hookRoutes } from './hook-routes.js'
+import { createMetrics } from './metrics.js'
+
+export interface AppOptions {
+  config: Config
+  controllers: readonly Controller[]
+  pool: pg.Pool | undefined
+  databaseDescription: string
+  /** Set by the server on SIGTERM: readiness turns 503 while in-flight hooks finish. */
+  lifecycle: { draining: boolean }
+  clock?: () => Date
+}
+
+/** Instance-level options: body limit, timeouts, strict validation, TLS, logging. */
+export function serverOptions (config: Config): FastifyServerOptions & { https?: object } {
+  return {
+    bodyLimit: config.bodyLimit,
+    // Metacontroller's Go client keeps idle connections for 90 s: close ours later, never under it.
+    keepAliveTimeout: 95_000,
+    connectionTimeout: 0,
+    requestTimeout: 60_000,
+    // One line per hook call comes from hook-routes.ts instead of fastify's two per request.
+    logController: new LogController({ disableRequestLogging: true }),
+    logger: {
+      level: config.logLevel,
+      redact: { paths: ['req.headers.authorization', 'password', '*.password'], censor: '***' }
+    },
+    ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
+    ...(config.tls === undefined
+      ? {}
+      : {
+          https: {
+            cert: readFileSync(config.tls.certFile),
+            key: readFileSync(config.tls.keyFile),
+            minVersion: 'TLSv1.2',
+            ...(config.tls.clientCaFile === undefined
+              ? {}
+              : { ca: readFileSync(config.tls.clientCaFile), requestCert: true, rejectUnauthorized: true })
+          }
+        })
+  }
+}
+
+/** The whole application as one plugin: health, metrics, the hooks of every controller, one error handler. */
+export async function app (fastify: FastifyInstance, options: AppOptions): Promise<void> {
+  const metrics = createMetrics()
+  const { config, pool } = options
+
+  fastify.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      request.log.warn({ limit: config.bodyLimit }, 'request body over HOOKS_BODY_LIMIT')
+      return reply.code(413).send({ error: 'Payload Too Large', message: `request body is larger than HOOKS_BODY_LIMIT (${config.bodyLimit} bytes); raise HOOKS_BODY_LIMIT on the hook server` })
+    }
+    const statusCode = error instanceof HookError ? error.statusCode : error.statusCode ?? 500
+    if (statusCode >= 500) {
+      request.log.error({ err: error, url: request.url }, 'unexpected error in hook')
+      return reply.code(500).send({ error: 'Internal Server Error', message: `unexpected error; the hook server's log has the details (request ${request.id})` })
+    }
+    const message = error.validation !== undefined
+      ? `${error.message} (the body must be a Metacontroller v2 hook request)`
+      : error.message
+    request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
+    return reply.code(statusCode).send({ error: errorName(statusCode), message })
+  })
+
+  fastify.get('/healthz', async () => ({ status: 'ok' }))
+
+  fastify.get('/readyz', async (request, reply) => {
+    if (options.lifecycle.draining) return await reply.code(503).send({ status: 'draining' })
+    if (pool !== undefined) {
+      try {
+        await ping(pool)
+      } catch (error) {
+        request.log.warn({ err: error }, 'not ready: database unreachable')
+        return await reply.code(503).send({ status: 'database unavailable', message: (error as Error).message })
+      }
+    }
+    return { status: 'ready' }
+  })
+
+  fastify.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', metrics.registry.contentType)
+    return await metrics.registry.metrics()
+  })
+
+  await fastify.register(hookRoutes, {
+    controllers: options.controllers,
+    dependencies: { pool, policy: config.database.policy, databaseDescription: options.databaseDescription },
+    metrics,
+    clock: options.clock ?? (() => new Date()),
+    bearerToken: config.bearerToken
+  })
+}
+
+function errorName (statusCode: number): string {
+  switch (statusCode) {
+    case 400: return 'Bad Request'
+    case 401: return 'Unauthorized'
+    case 404: return 'Not Found'
+    case 413: return 'Payload Too Large'
+    case 415: return 'Unsupported Media Type'
+    case 422: return 'Unprocessable Entity'
+    default: return 'Error'
+  }
+}

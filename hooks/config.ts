@@ -1,0 +1,128 @@
+/**
+ * Configuration from the environment, validated once at start-up. Every problem is collected and reported
+ * together, naming the variable and what it accepts.
+ */
+
+export interface TlsConfig {
+  certFile: string
+  keyFile: string
+  clientCaFile: string | undefined
+}
+
+export interface PostgresPolicy {
+  schema: string
+  autoCreateTables: boolean
+  /** Tables custom resources may write; undefined means any valid name. */
+  tableAllowlist: ReadonlySet<string> | undefined
+}
+
+export interface DatabaseConfig {
+  poolMax: number
+  connectTimeoutMs: number
+  statementTimeoutMs: number
+  policy: PostgresPolicy
+}
+
+export interface Config {
+  port: number
+  host: string
+  logLevel: string
+  bodyLimit: number
+  shutdownTimeoutMs: number
+  database: DatabaseConfig
+  bearerToken: string | undefined
+  tls: TlsConfig | undefined
+}
+
+export type Environment = Record<string, string | undefined>
+
+export class ConfigError extends Error {
+  constructor (readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`)
+    this.name = 'ConfigError'
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+const SQL_IDENTIFIER = /^[a-z_][a-z0-9_]{0,62}$/
+const SIZE_UNITS: Record<string, number> = { '': 1, K: 1e3, Ki: 1024, M: 1e6, Mi: 1024 ** 2, G: 1e9, Gi: 1024 ** 3 }
+
+export function isSqlIdentifier (name: string): boolean {
+  return SQL_IDENTIFIER.test(name)
+}
+
+export function loadConfig (env: Environment = process.env): Config {
+  const problems: string[] = []
+  const value = (name: string): string | undefined => {
+    const raw = env[name]
+    return raw === undefined || raw.trim() === '' ? undefined : raw.trim()
+  }
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = value(name)
+    if (raw === undefined) return fallback
+    const parsed = Number(raw)
+    if (!Number.isInteger(parsed) || parsed < min || parsed > max) {
+      problems.push(`${name}=${JSON.stringify(raw)}: expected a whole number from ${min} to ${max}`)
+      return fallback
+    }
+    return parsed
+  }
+  const boolean = (name: string, fallback: boolean): boolean => {
+    const raw = value(name)?.toLowerCase()
+    if (raw === undefined) return fallback
+    if (['true', '1', 'yes'].includes(raw)) return true
+    if (['false', '0', 'no'].includes(raw)) return false
+    problems.push(`${name}=${JSON.stringify(raw)}: expected true or false`)
+    return fallback
+  }
+  const size = (name: string, fallback: number): number => {
+    const raw = value(name)
+    if (raw === undefined) return fallback
+    const match = /^(\d+)(K|Ki|M|Mi|G|Gi)?B?$/.exec(raw)
+    const bytes = match === null ? NaN : Number(match[1]) * (SIZE_UNITS[match[2] ?? ''] ?? NaN)
+    if (!Number.isSafeInteger(bytes) || bytes < 1024) {
+      problems.push(`${name}=${JSON.stringify(raw)}: expected a size of at least 1024 bytes, such as 67108864 or 64Mi`)
+      return fallback
+    }
+    return bytes
+  }
+
+  const logLevel = value('LOG_LEVEL') ?? 'info'
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)}: expected one of ${LOG_LEVELS.join(', ')}`)
+
+  const schema = value('PG_SCHEMA') ?? 'public'
+  if (!isSqlIdentifier(schema)) problems.push(`PG_SCHEMA=${JSON.stringify(schema)}: expected a lowercase SQL identifier (letters, digits, _; at most 63)`)
+
+  let tableAllowlist: Set<string> | undefined
+  const allowlist = value('PG_TABLE_ALLOWLIST')
+  if (allowlist !== undefined) {
+    tableAllowlist = new Set(allowlist.split(',').map((t) => t.trim()).filter((t) => t !== ''))
+    for (const table of tableAllowlist) {
+      if (!isSqlIdentifier(table)) problems.push(`PG_TABLE_ALLOWLIST: ${JSON.stringify(table)} is not a lowercase SQL identifier`)
+    }
+  }
+
+  const tlsCert = value('HOOKS_TLS_CERT')
+  const tlsKey = value('HOOKS_TLS_KEY')
+  const clientCa = value('HOOKS_TLS_CLIENT_CA')
+  if ((tlsCert === undefined) !== (tlsKey === undefined)) problems.push('HOOKS_TLS_CERT and HOOKS_TLS_KEY: set both (PEM file paths) or neither')
+  if (clientCa !== undefined && tlsCert === undefined) problems.push('HOOKS_TLS_CLIENT_CA needs HOOKS_TLS_CERT and HOOKS_TLS_KEY: mutual TLS only works over HTTPS')
+
+  const config: Config = {
+    port: integer('PORT', 8080, 0, 65535),
+    host: value('HOST') ?? '0.0.0.0',
+    logLevel,
+    bodyLimit: size('HOOKS_BODY_LIMIT', 64 * 1024 ** 2),
+    shutdownTimeoutMs: integer('HOOKS_SHUTDOWN_TIMEOUT', 25, 1, 3600) * 1000,
+    database: {
+      poolMax: integer('PG_POOL_MAX', 10, 1, 1000),
+      connectTimeoutMs: integer('PG_CONNECT_TIMEOUT', 2, 1, 60) * 1000,
+      statementTimeoutMs: integer('PG_STATEMENT_TIMEOUT', 3, 1, 600) * 1000,
+      policy: { schema, autoCreateTables: boolean('PG_AUTO_CREATE_TABLES', true), tableAllowlist }
+    },
+    bearerToken: value('HOOKS_BEARER_TOKEN'),
+    tls: tlsCert !== undefined && tlsKey !== undefined ? { certFile: tlsCert, keyFile: tlsKey, clientCaFile: clientCa } : undefined
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return config
+}

@@ -1,0 +1,5 @@
+import type { Controller } from './controller.js'
+import { postgresWriter } from './postgres-writer/index.js'
+
+/** Every controller this server hosts: routes, manifests and the render tool are derived from this list. */
+export const controllers: readonly Controller[] = [postgresWriter]

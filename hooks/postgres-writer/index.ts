@@ -1,0 +1,28 @@
+import type { DecoratorController } from '../controller.js'
+import { finalizeResponse, planDelete, planSync, syncResponse } from './plan.js'
+import { postgresWriterResource } from './resource.js'
+import { RowStore } from './rows.js'
+
+/** PostgresWriter: one PostgreSQL row per custom resource, deleted when the resource is. */
+export const postgresWriter: DecoratorController = {
+  type: 'decorator',
+  name: 'postgres-writer',
+  resource: postgresWriterResource,
+  hasFinalize: true,
+  resyncPeriodSeconds: 300,
+  hooks: ({ pool, policy, databaseDescription }) => {
+    if (pool === undefined) throw new Error('postgres-writer needs a database pool')
+    const rows = new RowStore(pool, policy, databaseDescription)
+    return {
+      sync: async (request, { now }) => {
+        const plan = planSync(request, policy)
+        const result = plan.kind === 'write' ? await rows.write(plan.row, plan.table, plan.previousTable) : { kind: 'done' as const }
+        return syncResponse(request, plan, result, policy, now)
+      },
+      finalize: async (request, { now }) => {
+        const plan = planDelete(request, policy)
+        return finalizeResponse(request, plan, await rows.delete(plan), policy, now)
+      }
+    }
+  }
+}

@@ -1,0 +1,139 @@
+import type { PostgresPolicy } from '../config.js'
+import { isSqlIdentifier } from '../config.js'
+import { specParser } from '../spec.js'
+import { observedConditions, readyCondition } from '../wire/conditions.js'
+import type { DecoratorRequest, DecoratorResponse } from '../wire/schemas.js'
+import { PostgresWriterSpecSchema, postgresWriterResource, type PostgresWriterStatus } from './resource.js'
+
+/**
+ * The pure core of PostgresWriter: what to write or delete for a request, and the answer for what happened.
+ * The I/O between the two lives in rows.ts.
+ */
+
+export interface Row {
+  id: string
+  name: string
+  age: number
+  country: string
+}
+
+export type Refusal = { reason: 'InvalidTableName' | 'TableNotAllowed' | 'InvalidSpec', message: string }
+
+export type SyncPlan =
+  | { kind: 'refuse', refusal: Refusal }
+  | { kind: 'write', row: Row, table: string, previousTable: string | undefined }
+
+export interface DeletePlan {
+  id: string
+  tables: string[]
+}
+
+/** What the database did; a failure carries a reason a person can act on. */
+export type WriteResult =
+  | { kind: 'done' }
+  | { kind: 'failed', reason: string, message: string, retryAfterSeconds: number }
+
+const parseSpec = specParser(PostgresWriterSpecSchema, postgresWriterResource.kind)
+
+export function rowId (request: DecoratorRequest): string {
+  return `${request.object.metadata.namespace ?? 'default'}/${request.object.metadata.name ?? ''}`
+}
+
+function statusOf (request: DecoratorRequest): Partial<PostgresWriterStatus> {
+  const status = request.object.status
+  return typeof status === 'object' && status !== null ? status as Partial<PostgresWriterStatus> : {}
+}
+
+function tableRefusal (table: string, policy: PostgresPolicy): Refusal | undefined {
+  if (!isSqlIdentifier(table)) {
+    return { reason: 'InvalidTableName', message: `spec.table ${JSON.stringify(table)} is not a lowercase SQL identifier (^[a-z_][a-z0-9_]{0,62}$); nothing was written` }
+  }
+  if (policy.tableAllowlist !== undefined && !policy.tableAllowlist.has(table)) {
+    return { reason: 'TableNotAllowed', message: `table ${JSON.stringify(table)} is not in PG_TABLE_ALLOWLIST (${[...policy.tableAllowlist].join(', ')}); nothing was written` }
+  }
+  return undefined
+}
+
+/** A table this object may touch: a valid identifier, allowed by the policy. */
+function usableTable (table: unknown, policy: PostgresPolicy): table is string {
+  return typeof table === 'string' && tableRefusal(table, policy) === undefined
+}
+
+export function planSync (request: DecoratorRequest, policy: PostgresPolicy): SyncPlan {
+  const rawTable = (request.object.spec as { table?: unknown } | undefined)?.table
+  if (typeof rawTable === 'string') {
+    const refusal = tableRefusal(rawTable, policy)
+    if (refusal !== undefined) return { kind: 'refuse', refusal }
+  }
+  const spec = parseSpec(request.object.spec)
+  for (const field of ['name', 'country'] as const) {
+    if (spec[field].includes('\u0000')) {
+      return { kind: 'refuse', refusal: { reason: 'InvalidSpec', message: `spec.${field} contains a NUL character, which a PostgreSQL text column cannot hold; nothing was written` } }
+    }
+  }
+  const previous = statusOf(request).table
+  return {
+    kind: 'write',
+    row: { id: rowId(request), name: spec.name, age: spec.age, country: spec.country },
+    table: spec.table,
+    previousTable: usableTable(previous, policy) && previous !== spec.table ? previous : undefined
+  }
+}
+
+/** Every table that may hold this object's row: the one it was last written to, and the one its spec names. */
+export function planDelete (request: DecoratorRequest, policy: PostgresPolicy): DeletePlan {
+  const candidates = [statusOf(request).table, (request.object.spec as { table?: unknown } | undefined)?.table]
+  return { id: rowId(request), tables: [...new Set(candidates.filter((t) => usableTable(t, policy)))] }
+}
+
+function qualified (schema: string, table: string): string {
+  return `${schema}.${table}`
+}
+
+export function syncResponse (request: DecoratorRequest, plan: SyncPlan, result: WriteResult, policy: PostgresPolicy, now: string): DecoratorResponse {
+  const observed = statusOf(request)
+  const generation = request.object.metadata.generation
+  const conditions = observedConditions(observed)
+  let table = typeof observed.table === 'string' ? observed.table : undefined
+  let ready
+  let resyncAfterSeconds: number | undefined
+  if (plan.kind === 'refuse') {
+    ready = readyCondition(false, plan.refusal.reason, plan.refusal.message, conditions, generation, now)
+  } else if (result.kind === 'failed') {
+    ready = readyCondition(false, result.reason, result.message, conditions, generation, now)
+    resyncAfterSeconds = result.retryAfterSeconds
+  } else {
+    table = plan.table
+    ready = readyCondition(true, 'RowWritten', `row ${JSON.stringify(plan.row.id)} in ${qualified(policy.schema, plan.table)} matches the spec`, conditions, generation, now)
+  }
+  const status: PostgresWriterStatus = {
+    ...(table === undefined ? {} : { table }),
+    id: rowId(request),
+    ...(generation === undefined ? {} : { observedGeneration: generation }),
+    conditions: [ready]
+  }
+  return { status, attachments: [], ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }) }
+}
+
+export function finalizeResponse (request: DecoratorRequest, plan: DeletePlan, result: WriteResult, policy: PostgresPolicy, now: string): DecoratorResponse {
+  const observed = statusOf(request)
+  const generation = request.object.metadata.generation
+  const conditions = observedConditions(observed)
+  const where = plan.tables.length === 0 ? 'no table' : plan.tables.map((t) => qualified(policy.schema, t)).join(' and ')
+  const done = result.kind === 'done'
+  const ready = done
+    ? readyCondition(false, 'RowDeleted', `row ${JSON.stringify(plan.id)} deleted from ${where}`, conditions, generation, now)
+    : readyCondition(false, result.reason, `row ${JSON.stringify(plan.id)} not deleted yet: ${result.message}`, conditions, generation, now)
+  const status: PostgresWriterStatus = {
+    ...(typeof observed.table === 'string' ? { table: observed.table } : {}),
+    id: plan.id,
+    ...(generation === undefined ? {} : { observedGeneration: generation }),
+    conditions: [ready]
+  }
+  return {
+    status,
+    attachments: [],
+    finalized: done,
+    ...(done ? {} : { resyncAfterSeconds: result.retryAfterSeconds })
+  }
+}

@@ -1,0 +1,40 @@
+import { Type, type Static } from '@sinclair/typebox'
+import type { CustomResource } from '../controller.js'
+import { ConditionSchema } from '../wire/schemas.js'
+
+export const TABLE_NAME_PATTERN = '^[a-z_][a-z0-9_]{0,62}$'
+
+export const PostgresWriterSpecSchema = Type.Object({
+  table: Type.String({ pattern: TABLE_NAME_PATTERN, description: 'Table the row is written to: a lowercase SQL identifier, created if missing.' }),
+  name: Type.String({ description: 'Value of the row\'s name column.' }),
+  age: Type.Integer({ minimum: 0, maximum: 2147483647, description: 'Value of the row\'s age column (a PostgreSQL integer).' }),
+  country: Type.String({ description: 'Value of the row\'s country column.' })
+})
+export type PostgresWriterSpec = Static<typeof PostgresWriterSpecSchema>
+
+export const PostgresWriterStatusSchema = Type.Object({
+  table: Type.Optional(Type.String({ description: 'Table that holds the row since the last successful sync.' })),
+  id: Type.Optional(Type.String({ description: 'Primary key of the row: <namespace>/<name>.' })),
+  observedGeneration: Type.Optional(Type.Integer()),
+  conditions: Type.Optional(Type.Array(ConditionSchema))
+})
+export type PostgresWriterStatus = Static<typeof PostgresWriterStatusSchema>
+
+export const postgresWriterResource: CustomResource = {
+  group: 'demo.yash.com',
+  version: 'v1',
+  kind: 'PostgresWriter',
+  plural: 'postgreswriters',
+  singular: 'postgreswriter',
+  shortNames: ['pgw'],
+  spec: PostgresWriterSpecSchema,
+  status: PostgresWriterStatusSchema,
+  printerColumns: [
+    { name: 'Table', type: 'string', jsonPath: '.spec.table' },
+    { name: 'Name', type: 'string', jsonPath: '.spec.name' },
+    { name: 'Age', type: 'integer', jsonPath: '.spec.age' },
+    { name: 'Country', type: 'string', jsonPath: '.spec.country' },
+    { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
+  ]
+}

@@ -1,0 +1,70 @@
+import Fastify from 'fastify'
+import type pg from 'pg'
+import { app, serverOptions } from './app.js'
+import { ConfigError, loadConfig, type Config } from './config.js'
+import { controllers } from './controllers.js'
+import { connectionFromEnvironment, type Connection } from './database/connection.js'
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
+import { createPool } from './database/pool.js'
+
+/** The standalone entry point: configuration, database, listen, graceful shutdown. */
+
+function fail (message: string): never {
+  process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), msg: message })}\n`)
+  process.exit(1)
+}
+
+let config: Config
+let configured: Connection | undefined
+try {
+  config = loadConfig()
+  configured = connectionFromEnvironment()
+} catch (error) {
+  fail(error instanceof ConfigError ? error.message : String(error))
+}
+
+const fastify = Fastify(serverOptions(config))
+const lifecycle = { draining: false }
+
+let embedded: EmbeddedPostgres | undefined
+let connection = configured
+if (connection === undefined) {
+  try {
+    embedded = await startEmbeddedPostgres({ dataDir: '.data/postgres', persistent: true, onLog: (line) => { fastify.log.debug({ postgres: line }) } })
+  } catch (error) {
+    fail(`no database configured: set DATABASE_URL, the PSQL_HOST/PSQL_PORT/PSQL_DBNAME/PSQL_USER/PSQL_PASSWORD variables, or libpq's PG* variables (the embedded development database could not start: ${(error as Error).message})`)
+  }
+  connection = { clientConfig: { connectionString: embedded.connectionString }, description: embedded.description }
+  fastify.log.info({ database: embedded.description, dataDir: embedded.dataDir }, `no database configured: started an embedded PostgreSQL at ${embedded.description} (password "postgres", data in ${embedded.dataDir})`)
+}
+
+const pool: pg.Pool = createPool(connection, config.database, fastify.log)
+await fastify.register(app, { config, controllers, pool, databaseDescription: connection.description, lifecycle })
+
+async function shutdown (signal: string): Promise<void> {
+  if (lifecycle.draining) return
+  lifecycle.draining = true
+  fastify.log.info({ signal }, 'shutting down: readiness is 503, finishing in-flight hooks')
+  const deadline = setTimeout(() => {
+    fastify.log.error({ timeoutMs: config.shutdownTimeoutMs }, 'in-flight hooks did not finish within HOOKS_SHUTDOWN_TIMEOUT; exiting')
+    process.exit(1)
+  }, config.shutdownTimeoutMs)
+  await fastify.close()
+  await pool.end()
+  await embedded?.stop()
+  clearTimeout(deadline)
+  fastify.log.info('stopped')
+  process.exit(0)
+}
+
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => { void shutdown(signal) })
+
+try {
+  await fastify.listen({ port: config.port, host: config.host })
+  fastify.log.info({ controllers: controllers.map((c) => c.name), database: connection.description }, 'hook server ready')
+} catch (error) {
+  fastify.log.error({ err: error }, `cannot listen on ${config.host}:${config.port}`)
+  await pool.end()
+  await embedded?.stop()
+  process.exit(1)
+}

@@ -1,0 +1,48 @@
+import type { Condition } from './schemas.js'
+
+export type ConditionStatus = Condition['status']
+
+export interface ConditionInput {
+  type: string
+  status: ConditionStatus
+  reason: string
+  message: string
+}
+
+/** Kubernetes timestamps carry whole seconds: `2026-11-22T18:46:34Z`. */
+export function kubernetesTime (date: Date): string {
+  return date.toISOString().replace(/\.\d{3}Z$/, 'Z')
+}
+
+/** The conditions of an observed status, keeping only well-formed entries. */
+export function observedConditions (status: unknown): Condition[] {
+  if (typeof status !== 'object' || status === null) return []
+  const conditions = (status as { conditions?: unknown }).conditions
+  if (!Array.isArray(conditions)) return []
+  return conditions.filter((c): c is Condition =>
+    typeof c === 'object' && c !== null && typeof c.type === 'string' && typeof c.status === 'string')
+}
+
+/**
+ * Builds a condition that keeps the observed `lastTransitionTime` while its status does not change,
+ * so that a resync of an unchanged object returns a byte-identical status.
+ */
+export function condition (input: ConditionInput, observed: readonly Condition[], generation: number | undefined, now: string): Condition {
+  const previous = observed.find((c) => c.type === input.type)
+  const lastTransitionTime = previous !== undefined && previous.status === input.status && typeof previous.lastTransitionTime === 'string'
+    ? previous.lastTransitionTime
+    : now
+  return {
+    type: input.type,
+    status: input.status,
+    reason: input.reason,
+    message: input.message,
+    lastTransitionTime,
+    ...(generation === undefined ? {} : { observedGeneration: generation })
+  }
+}
+
+/** Shorthand for the `Ready` condition every controller reports. */
+export function readyCondition (ready: boolean, reason: string, message: string, observed: readonly Condition[], generation: number | undefined, now: string): Condition {
+  return condition({ type: 'Ready', status: ready ? 'True' : 'False', reason, message }, observed, generation, now)
+}

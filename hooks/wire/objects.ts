@@ -1,0 +1,31 @@
+import type { KubernetesObject, ObjectMap } from './schemas.js'
+
+/** The key Metacontroller v2 gives an object in a children/attachments map. */
+export function objectKey (object: Pick<KubernetesObject, 'metadata'>): string {
+  const { namespace, name } = object.metadata
+  return namespace === undefined || namespace === '' ? String(name) : `${namespace}/${name}`
+}
+
+/** The map group of one child rule: `Pod.v1`, `StatefulSet.apps/v1`. */
+export function groupKey (kind: string, apiVersion: string): string {
+  return `${kind}.${apiVersion}`
+}
+
+/** The observed objects of one kind, keyed by `metadata.name` (children share the parent's namespace). */
+export function observedByName (map: ObjectMap, kind: string, apiVersion: string): Map<string, KubernetesObject> {
+  const byName = new Map<string, KubernetesObject>()
+  for (const object of Object.values(map[groupKey(kind, apiVersion)] ?? {})) {
+    if (typeof object.metadata.name === 'string') byName.set(object.metadata.name, object)
+  }
+  return byName
+}
+
+/** The Kubernetes recommended labels for a child. */
+export function recommendedLabels (name: string, instance: string, component: string): Record<string, string> {
+  return {
+    'app.kubernetes.io/name': name,
+    'app.kubernetes.io/instance': instance,
+    'app.kubernetes.io/component': component,
+    'app.kubernetes.io/managed-by': 'metacontroller-hooks'
+  }
+}

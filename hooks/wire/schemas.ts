@@ -1,0 +1,100 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+/**
+ * Metacontroller's v2 hook wire format (sync and finalize), shared by every controller.
+ * Objects are open: a schema here must never strip a child's `spec` or `data`.
+ */
+
+export const KubernetesObjectSchema = Type.Object(
+  {
+    apiVersion: Type.String({ minLength: 1 }),
+    kind: Type.String({ minLength: 1 }),
+    metadata: Type.Object(
+      {
+        name: Type.Optional(Type.String()),
+        namespace: Type.Optional(Type.String()),
+        uid: Type.Optional(Type.String()),
+        generation: Type.Optional(Type.Integer()),
+        labels: Type.Optional(Type.Record(Type.String(), Type.String())),
+        annotations: Type.Optional(Type.Record(Type.String(), Type.String())),
+        deletionTimestamp: Type.Optional(Type.String())
+      },
+      { additionalProperties: true }
+    ),
+    spec: Type.Optional(Type.Unknown()),
+    status: Type.Optional(Type.Unknown())
+  },
+  { additionalProperties: true }
+)
+export type KubernetesObject = Static<typeof KubernetesObjectSchema>
+
+/** `{ "<Kind>.<apiVersion>": { "<namespace>/<name>": object } }`, one group per child rule, present even when empty. */
+export const ObjectMapSchema = Type.Record(Type.String(), Type.Record(Type.String(), KubernetesObjectSchema))
+export type ObjectMap = Static<typeof ObjectMapSchema>
+
+export const ConditionSchema = Type.Object({
+  type: Type.String(),
+  status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
+  reason: Type.String(),
+  message: Type.String(),
+  lastTransitionTime: Type.String(),
+  observedGeneration: Type.Optional(Type.Integer())
+})
+export type Condition = Static<typeof ConditionSchema>
+
+const controllerField = Type.Object({}, { additionalProperties: true })
+
+export const CompositeRequestSchema = Type.Object(
+  {
+    controller: controllerField,
+    parent: KubernetesObjectSchema,
+    children: ObjectMapSchema,
+    related: Type.Optional(ObjectMapSchema),
+    finalizing: Type.Optional(Type.Boolean())
+  },
+  { additionalProperties: true }
+)
+export type CompositeRequest = Static<typeof CompositeRequestSchema>
+
+export const CompositeResponseSchema = Type.Object(
+  {
+    status: Type.Record(Type.String(), Type.Unknown()),
+    children: Type.Array(KubernetesObjectSchema),
+    resyncAfterSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    finalized: Type.Optional(Type.Boolean())
+  },
+  { additionalProperties: false }
+)
+export type CompositeResponse = Static<typeof CompositeResponseSchema>
+
+export const DecoratorRequestSchema = Type.Object(
+  {
+    controller: controllerField,
+    object: KubernetesObjectSchema,
+    attachments: ObjectMapSchema,
+    related: Type.Optional(ObjectMapSchema),
+    finalizing: Type.Optional(Type.Boolean())
+  },
+  { additionalProperties: true }
+)
+export type DecoratorRequest = Static<typeof DecoratorRequestSchema>
+
+export const DecoratorResponseSchema = Type.Object(
+  {
+    labels: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]))),
+    annotations: Type.Optional(Type.Record(Type.String(), Type.Union([Type.String(), Type.Null()]))),
+    status: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    attachments: Type.Array(KubernetesObjectSchema),
+    resyncAfterSeconds: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    finalized: Type.Optional(Type.Boolean())
+  },
+  { additionalProperties: false }
+)
+export type DecoratorResponse = Static<typeof DecoratorResponseSchema>
+
+/** The error body of every non-200 answer. */
+export const ErrorResponseSchema = Type.Object({
+  error: Type.String(),
+  message: Type.String()
+})
+export type ErrorResponse = Static<typeof ErrorResponseSchema>

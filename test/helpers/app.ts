@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto'
+import type { TestContext } from 'node:test'
+import Fastify, { type FastifyInstance } from 'fastify'
+import pg from 'pg'
+import { app, serverOptions } from '../../hooks/app.js'
+import { loadConfig, type Config, type Environment } from '../../hooks/config.js'
+import type { Controller } from '../../hooks/controller.js'
+import { controllers as allControllers } from '../../hooks/controllers.js'
+import { createPool } from '../../hooks/database/pool.js'
+
+/** The fixed clock of every test: new conditions are stamped with it. */
+export const NOW = new Date('2026-11-22T12:00:00Z')
+
+export interface TestApp {
+  app: FastifyInstance
+  config: Config
+  /** The pool the app uses (undefined with `database: false`). */
+  pool: pg.Pool | undefined
+  /** A schema of this test's own, dropped afterwards. */
+  schema: string
+  lifecycle: { draining: boolean }
+}
+
+export interface BuildOptions {
+  env?: Environment
+  /** Defaults to the test database (DATABASE_URL, set by scripts/run-tests.ts). */
+  databaseUrl?: string | false
+  controllers?: readonly Controller[]
+}
+
+export function testDatabaseUrl (): string {
+  const url = process.env.DATABASE_URL
+  if (url === undefined || url === '') throw new Error('DATABASE_URL is not set: run the tests with `npm test`, which starts a PostgreSQL')
+  return url
+}
+
+/** Builds the app as the server does, on a fresh schema, closed (and its schema dropped) after the test. */
+export async function build (t: TestContext, options: BuildOptions = {}): Promise<TestApp> {
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const config = loadConfig({ LOG_LEVEL: 'silent', PG_SCHEMA: schema, ...options.env })
+  const fastify = Fastify(serverOptions(config))
+  const databaseUrl = options.databaseUrl ?? testDatabaseUrl()
+  const pool = databaseUrl === false ? undefined : createPool({ clientConfig: { connectionString: databaseUrl }, description: 'test database' }, config.database, fastify.log)
+  const lifecycle = { draining: false }
+  await fastify.register(app, {
+    config,
+    controllers: options.controllers ?? allControllers,
+    pool,
+    databaseDescription: 'test database',
+    lifecycle,
+    clock: () => NOW
+  })
+  await fastify.ready()
+  t.after(async () => {
+    await fastify.close()
+    if (pool !== undefined) {
+      await pool.query(`DROP SCHEMA IF EXISTS "${config.database.policy.schema}" CASCADE`).catch(() => {})
+      await pool.end()
+    }
+  })
+  return { app: fastify, config, pool, schema: config.database.policy.schema, lifecycle }
+}

@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import type pg from 'pg'
+import { build, type TestApp } from '../helpers/app.js'
+import { fixture } from '../helpers/fixtures.js'
+
+async function sync (t: TestApp, body: unknown, hook = 'sync'): Promise<{ statusCode: number, json: any }> {
+  const response = await t.app.inject({ method: 'POST', url: `/postgres-writer/${hook}`, payload: body as object })
+  return { statusCode: response.statusCode, json: response.json() }
+}
+
+async function rows (t: TestApp, table: string): Promise<Array<{ id: string, name: string, age: number, country: string, xmin: string }>> {
+  const pool = t.pool as pg.Pool
+  const result = await pool.query(`SELECT id, name, age, country, xmin::text FROM "${t.schema}"."${table}" ORDER BY id`)
+  return result.rows
+}
+
+test('first sync creates the table and the row, and answers Ready=True', async (t) => {
+  const app = await build(t)
+  const { statusCode, json } = await sync(app, fixture('postgres-writer', 'sync-create'))
+  assert.equal(statusCode, 200)
+  assert.deepEqual(json, {
+    status: {
+      table: 'students',
+      id: 'default/sample-student',
+      observedGeneration: 1,
+      conditions: [{
+        type: 'Ready',
+        status: 'True',
+        reason: 'RowWritten',
+        message: `row "default/sample-student" in ${app.schema}.students matches the spec`,
+        lastTransitionTime: '2026-11-22T12:00:00Z',
+        observedGeneration: 1
+      }]
+    },
+    attachments: []
+  })
+  assert.deepEqual((await rows(app, 'students')).map(({ xmin, ...row }) => row), [{ id: 'default/sample-student', name: 'alex', age: 23, country: 'canada' }])
+  const columns = await (app.pool as pg.Pool).query(
+    `SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'students' ORDER BY ordinal_position`, [app.schema])
+  assert.deepEqual(columns.rows, [
+    { column_name: 'id', data_type: 'text', is_nullable: 'NO' },
+    { column_name: 'name', data_type: 'text', is_nullable: 'NO' },
+    { column_name: 'age', data_type: 'integer', is_nullable: 'NO' },
+    { column_name: 'country', data_type: 'text', is_nullable: 'NO' }
+  ])
+})
+
+test('an unchanged resync writes nothing and returns the observed status byte for byte', async (t) => {
+  const app = await build(t)
+  await sync(app, fixture('postgres-writer', 'sync-create'))
+  const [before] = await rows(app, 'students')
+  const request = fixture('postgres-writer', 'sync-resync')
+  request.object.status.conditions[0].message = `row "default/sample-student" in ${app.schema}.students matches the spec`
+  const first = await sync(app, request)
+  const second = await sync(app, request)
+  const after = await rows(app, 'students')
+  assert.equal(after.length, 1)
+  assert.equal(after[0]?.xmin, before?.xmin, 'no new row version was written')
+  assert.deepEqual(first.json.status, request.object.status, 'status equals what was observed, lastTransitionTime included')
+  assert.equal(JSON.stringify(second.json), JSON.stringify(first.json))
+})
+
+test('a changed spec updates the row; a changed table moves it in one transaction', async (t) => {
+  const app = await build(t)
+  await sync(app, fixture('postgres-writer', 'sync-create'))
+  const [before] = await rows(app, 'students')
+  const aged = await sync(app, fixture('postgres-writer', 'sync-age-changed'))
+  assert.equal(aged.json.status.conditions[0].status, 'True')
+  const [updated] = await rows(app, 'students')
+  assert.equal(updated?.age, 24)
+  assert.notEqual(updated?.xmin, before?.xmin)
+
+  const moved = await sync(app, fixture('postgres-writer', 'sync-table-moved'))
+  assert.equal(moved.json.status.table, 'graduates')
+  assert.equal(moved.json.status.conditions[0].status, 'True')
+  assert.deepEqual(await rows(app, 'students'), [])
+  assert.deepEqual((await rows(app, 'graduates')).map(({ xmin, ...row }) => row), [{ id: 'default/sample-student', name: 'alex', age: 24, country: 'canada' }])
+})
+
+test('an incompatible existing table gives Ready=False with a reason, and no crash', async (t) => {
+  const app = await build(t)
+  await (app.pool as pg.Pool).query(`CREATE SCHEMA "${app.schema}"; CREATE TABLE "${app.schema}".students (id integer PRIMARY KEY, note text)`)
+  const { statusCode, json } = await sync(app, fixture('postgres-writer', 'sync-create'))
+  assert.equal(statusCode, 200)
+  assert.equal(json.status.conditions[0].status, 'False')
+  assert.equal(json.status.conditions[0].reason, 'TableIncompatible')
+  assert.match(json.status.conditions[0].message, /id text primary key, name text, age integer, country text/)
+  assert.equal(json.status.table, undefined, 'no table holds the row')
+  assert.ok(json.resyncAfterSeconds > 0)
+})
+
+test('a missing table with PG_AUTO_CREATE_TABLES=false is reported, not created', async (t) => {
+  const app = await build(t, { env: { PG_AUTO_CREATE_TABLES: 'false' } })
+  const { json } = await sync(app, fixture('postgres-writer', 'sync-create'))
+  assert.equal(json.status.conditions[0].reason, 'TableMissing')
+  const exists = await (app.pool as pg.Pool).query('SELECT to_regclass($1) AS t', [`"${app.schema}".students`])
+  assert.equal(exists.rows[0].t, null)
+})
+
+test('finalize deletes the row and answers finalized: true; a missing row or table counts as deleted', async (t) => {
+  const app = await build(t)
+  await sync(app, fixture('postgres-writer', 'sync-create'))
+  const first = await sync(app, fixture('postgres-writer', 'finalize'), 'finalize')
+  assert.equal(first.statusCode, 200)
+  assert.equal(first.json.finalized, true)
+  assert.equal(first.json.status.conditions[0].reason, 'RowDeleted')
+  assert.deepEqual(await rows(app, 'students'), [])
+  const again = await sync(app, fixture('postgres-writer', 'finalize'), 'finalize')
+  assert.equal(again.json.finalized, true)
+  await (app.pool as pg.Pool).query(`DROP TABLE "${app.schema}".students`)
+  const tableGone = await sync(app, fixture('postgres-writer', 'finalize'), 'finalize')
+  assert.equal(tableGone.json.finalized, true)
+})
+
+test('finalize deletes the row from both the last written table and the spec\'s table', async (t) => {
+  const app = await build(t)
+  await sync(app, fixture('postgres-writer', 'sync-create'))
+  const request = fixture('postgres-writer', 'finalize')
+  request.object.spec.table = 'graduates'
+  await (app.pool as pg.Pool).query(`CREATE TABLE "${app.schema}".graduates (LIKE "${app.schema}".students INCLUDING ALL); INSERT INTO "${app.schema}".graduates VALUES ('default/sample-student', 'alex', 23, 'canada')`)
+  const { json } = await sync(app, request, 'finalize')
+  assert.equal(json.finalized, true)
+  assert.deepEqual(await rows(app, 'students'), [])
+  assert.deepEqual(await rows(app, 'graduates'), [])
+})
+
+for (const table of ['students; drop table x', '"x"', 'Students', 'a'.repeat(64), '']) {
+  test(`table name ${JSON.stringify(table.slice(0, 30))} gives Ready=False without running any SQL`, async (t) => {
+    // An unreachable database: any SQL attempt would surface as DatabaseUnavailable instead.
+    const app = await build(t, { databaseUrl: 'postgres://nobody:secret@127.0.0.1:1/none', env: { PG_CONNECT_TIMEOUT: '1' } })
+    const request = fixture('postgres-writer', 'sync-create')
+    request.object.spec.table = table
+    const { statusCode, json } = await sync(app, request)
+    assert.equal(statusCode, 200)
+    assert.equal(json.status.conditions[0].status, 'False')
+    assert.equal(json.status.conditions[0].reason, 'InvalidTableName')
+    const finalize = await sync(app, { ...request, finalizing: true }, 'finalize')
+    assert.equal(finalize.json.finalized, true, 'no row can exist in a table that was never valid')
+  })
+}
+
+test('PG_TABLE_ALLOWLIST refuses other tables without SQL and admits listed ones', async (t) => {
+  const refused = await build(t, { databaseUrl: 'postgres://nobody:secret@127.0.0.1:1/none', env: { PG_TABLE_ALLOWLIST: 'graduates, alumni', PG_CONNECT_TIMEOUT: '1' } })
+  const { json } = await sync(refused, fixture('postgres-writer', 'sync-create'))
+  assert.equal(json.status.conditions[0].reason, 'TableNotAllowed')
+  assert.match(json.status.conditions[0].message, /graduates, alumni/)
+
+  const allowed = await build(t, { env: { PG_TABLE_ALLOWLIST: 'students' } })
+  const ok = await sync(allowed, fixture('postgres-writer', 'sync-create'))
+  assert.equal(ok.json.status.conditions[0].status, 'True')
+})
+
+test('a NUL character in a value gives Ready=False InvalidSpec, and SQL fragments are stored as plain text', async (t) => {
+  const app = await build(t)
+  const request = fixture('postgres-writer', 'sync-create')
+  request.object.spec.name = 'al\u0000ex'
+  const nul = await sync(app, request)
+  assert.equal(nul.statusCode, 200)
+  assert.equal(nul.json.status.conditions[0].reason, 'InvalidSpec')
+
+  const hostile = "Robert'); DROP TABLE students;-- \"quoted\" \\ ünïcødé 🐘"
+  request.object.spec.name = hostile
+  request.object.spec.country = '$1 %s ${x}'
+  const stored = await sync(app, request)
+  assert.equal(stored.json.status.conditions[0].status, 'True')
+  const [row] = await rows(app, 'students')
+  assert.equal(row?.name, hostile)
+  assert.equal(row?.country, '$1 %s ${x}')
+})
+
+test('a spec the hook cannot interpret gets 422 naming the field', async (t) => {
+  const app = await build(t)
+  const request = fixture('postgres-writer', 'sync-create')
+  request.object.spec.age = 'twenty'
+  delete request.object.spec.country
+  const { statusCode, json } = await sync(app, request)
+  assert.equal(statusCode, 422)
+  assert.equal(json.error, 'Unprocessable Entity')
+  assert.match(json.message, /spec\.(age|country)/)
+})
