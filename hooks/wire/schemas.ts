@@ -37,7 +37,7 @@ export const ConditionSchema = Type.Object({
   status: Type.Union([Type.Literal('True'), Type.Literal('False'), Type.Literal('Unknown')]),
   reason: Type.String(),
   message: Type.String(),
-  lastTransitionTime: Type.String(),
+  lastTransitionTime: Type.String({ format: 'date-time' }),
   observedGeneration: Type.Optional(Type.Integer())
 })
 export type Condition = Static<typeof ConditionSchema>
