@@ -70,6 +70,11 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
     return reply.code(statusCode).send({ error: errorName(statusCode), message })
   })
 
+  // While draining, answers close their connection, so that keep-alive clients do not hold the shutdown open.
+  fastify.addHook('onSend', async (_request, reply) => {
+    if (options.lifecycle.draining) reply.header('connection', 'close')
+  })
+
   fastify.get('/healthz', async () => ({ status: 'ok' }))
 
   fastify.get('/readyz', async (request, reply) => {

@@ -38,7 +38,7 @@ export type Environment = Record<string, string | undefined>
 
 export class ConfigError extends Error {
   constructor (readonly problems: string[]) {
-    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`)
+    super(`invalid configuration: ${problems.join('; ')}`)
     this.name = 'ConfigError'
   }
 }
@@ -62,7 +62,7 @@ export function loadConfig (env: Environment = process.env): Config {
     if (raw === undefined) return fallback
     const parsed = Number(raw)
     if (!Number.isInteger(parsed) || parsed < min || parsed > max) {
-      problems.push(`${name}=${JSON.stringify(raw)}: expected a whole number from ${min} to ${max}`)
+      problems.push(`${name}='${raw}': expected a whole number from ${min} to ${max}`)
       return fallback
     }
     return parsed
@@ -72,7 +72,7 @@ export function loadConfig (env: Environment = process.env): Config {
     if (raw === undefined) return fallback
     if (['true', '1', 'yes'].includes(raw)) return true
     if (['false', '0', 'no'].includes(raw)) return false
-    problems.push(`${name}=${JSON.stringify(raw)}: expected true or false`)
+    problems.push(`${name}='${raw}': expected true or false`)
     return fallback
   }
   const size = (name: string, fallback: number): number => {
@@ -81,17 +81,17 @@ export function loadConfig (env: Environment = process.env): Config {
     const match = /^(\d+)(K|Ki|M|Mi|G|Gi)?B?$/.exec(raw)
     const bytes = match === null ? NaN : Number(match[1]) * (SIZE_UNITS[match[2] ?? ''] ?? NaN)
     if (!Number.isSafeInteger(bytes) || bytes < 1024) {
-      problems.push(`${name}=${JSON.stringify(raw)}: expected a size of at least 1024 bytes, such as 67108864 or 64Mi`)
+      problems.push(`${name}='${raw}': expected a size of at least 1024 bytes, such as 67108864 or 64Mi`)
       return fallback
     }
     return bytes
   }
 
   const logLevel = value('LOG_LEVEL') ?? 'info'
-  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL=${JSON.stringify(logLevel)}: expected one of ${LOG_LEVELS.join(', ')}`)
+  if (!LOG_LEVELS.includes(logLevel)) problems.push(`LOG_LEVEL='${logLevel}': expected one of ${LOG_LEVELS.join(', ')}`)
 
   const schema = value('PG_SCHEMA') ?? 'public'
-  if (!isSqlIdentifier(schema)) problems.push(`PG_SCHEMA=${JSON.stringify(schema)}: expected a lowercase SQL identifier (letters, digits, _; at most 63)`)
+  if (!isSqlIdentifier(schema)) problems.push(`PG_SCHEMA='${schema}': expected a lowercase SQL identifier (letters, digits, _; at most 63)`)
 
   let tableAllowlist: Set<string> | undefined
   const allowlist = value('PG_TABLE_ALLOWLIST')

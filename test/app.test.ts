@@ -1,0 +1,105 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { build } from './helpers/app.js'
+import { fixture } from './helpers/fixtures.js'
+
+const UNREACHABLE = 'postgres://nobody:secret@127.0.0.1:1/none'
+
+test('/healthz answers while /readyz follows the database and draining', async (t) => {
+  const { app, lifecycle } = await build(t)
+  assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
+  assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
+  lifecycle.draining = true
+  const draining = await app.inject({ url: '/readyz' })
+  assert.equal(draining.statusCode, 503)
+  assert.equal(draining.json().status, 'draining')
+  assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
+
+  const down = await build(t, { databaseUrl: UNREACHABLE, env: { PG_CONNECT_TIMEOUT: '1' } })
+  const unready = await down.app.inject({ url: '/readyz' })
+  assert.equal(unready.statusCode, 503)
+  assert.equal(unready.json().status, 'database unavailable')
+  assert.doesNotMatch(unready.body, /secret/, 'the password never appears')
+})
+
+test('/metrics exposes the hook-duration histogram by controller, hook and outcome', async (t) => {
+  const { app } = await build(t)
+  await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload: fixture('postgres-writer', 'sync-create') })
+  await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload: fixture('postgres-writer', 'sync-hostile-table') })
+  await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload: { nope: true } })
+  const metrics = await app.inject({ url: '/metrics' })
+  assert.equal(metrics.statusCode, 200)
+  assert.match(metrics.headers['content-type'] as string, /^text\/plain/)
+  for (const outcome of ['ok', 'not_ready', 'rejected']) {
+    assert.match(metrics.body, new RegExp(`metacontroller_hooks_duration_seconds_count\\{controller="postgres-writer",hook="sync",outcome="${outcome}"\\} 1`))
+  }
+})
+
+const badBodies: Array<[string, string, RegExp]> = [
+  ['malformed JSON', '{"object": {', /JSON/],
+  ['an empty body', '', /empty/i],
+  ['a body that is not a hook request', '{"hello": "world"}', /required property 'controller'/],
+  ['a JSON array', '[1, 2]', /must be object/],
+  ['a missing object', JSON.stringify({ controller: {}, attachments: {} }), /must have required property 'object'/],
+  ['an object without metadata', JSON.stringify({ controller: {}, attachments: {}, object: { apiVersion: 'v1', kind: 'X' } }), /metadata/],
+  ['finalizing as a string', JSON.stringify({ ...fixture('postgres-writer', 'sync-create'), finalizing: 'yes' }), /finalizing/],
+  ['a generation as a string', JSON.stringify({ ...fixture('postgres-writer', 'sync-create'), object: { ...fixture('postgres-writer', 'sync-create').object, metadata: { name: 'x', generation: '1' } } }), /generation/],
+  ['attachments of the wrong shape', JSON.stringify({ ...fixture('postgres-writer', 'sync-create'), attachments: { 'Secret.v1': ['x'] } }), /attachments/]
+]
+
+for (const [name, payload, message] of badBodies) {
+  test(`${name} gets 400 with a message naming what is wrong`, async (t) => {
+    const { app } = await build(t)
+    const response = await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload, headers: { 'content-type': 'application/json' } })
+    assert.equal(response.statusCode, 400)
+    const body = response.json()
+    assert.equal(body.error, 'Bad Request')
+    assert.match(body.message, message)
+  })
+}
+
+test('a 10 MiB request is accepted; one over HOOKS_BODY_LIMIT gets 413 naming the setting', async (t) => {
+  const { app } = await build(t)
+  const large = fixture('postgres-writer', 'sync-create')
+  large.object.metadata.annotations.padding = 'x'.repeat(10 * 1024 * 1024)
+  const accepted = await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload: large })
+  assert.equal(accepted.statusCode, 200)
+  assert.equal(accepted.json().status.conditions[0].status, 'True')
+
+  const limited = await build(t, { env: { HOOKS_BODY_LIMIT: '1Mi' } })
+  const refused = await limited.app.inject({ method: 'POST', url: '/postgres-writer/sync', payload: large })
+  assert.equal(refused.statusCode, 413)
+  assert.match(refused.json().message, /HOOKS_BODY_LIMIT \(1048576 bytes\)/)
+})
+
+test('unknown routes get 404 and unexpected failures get 500 without details', async (t) => {
+  const { app } = await build(t)
+  assert.equal((await app.inject({ method: 'POST', url: '/nothing/sync', payload: {} })).statusCode, 404)
+  const failing = await build(t, {
+    databaseUrl: false,
+    controllers: [{
+      type: 'composite',
+      name: 'broken',
+      hasFinalize: false,
+      childResources: [],
+      resource: (await import('../hooks/postgres-writer/resource.js')).postgresWriterResource,
+      hooks: () => ({ sync: () => { throw new Error('secret internals') } })
+    }]
+  })
+  const response = await failing.app.inject({ method: 'POST', url: '/broken/sync', payload: { controller: {}, parent: { apiVersion: 'v1', kind: 'X', metadata: {} }, children: {} } })
+  assert.equal(response.statusCode, 500)
+  assert.doesNotMatch(response.body, /secret internals/)
+  assert.match(response.json().message, /log/)
+})
+
+test('HOOKS_BEARER_TOKEN: hooks need the token; health and metrics stay open', async (t) => {
+  const { app } = await build(t, { env: { HOOKS_BEARER_TOKEN: 's3cret-token' } })
+  const request = { method: 'POST' as const, url: '/postgres-writer/sync', payload: fixture('postgres-writer', 'sync-create') }
+  const missing = await app.inject(request)
+  assert.equal(missing.statusCode, 401)
+  assert.equal(missing.headers['www-authenticate'], 'Bearer')
+  assert.doesNotMatch(missing.body, /s3cret/)
+  assert.equal((await app.inject({ ...request, headers: { authorization: 'Bearer wrong' } })).statusCode, 401)
+  assert.equal((await app.inject({ ...request, headers: { authorization: 'Bearer s3cret-token' } })).statusCode, 200)
+  for (const url of ['/healthz', '/readyz', '/metrics']) assert.equal((await app.inject({ url })).statusCode, 200, url)
+})

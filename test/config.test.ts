@@ -1,0 +1,40 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { ConfigError, loadConfig } from '../hooks/config.js'
+
+test('defaults', () => {
+  const config = loadConfig({})
+  assert.equal(config.port, 8080)
+  assert.equal(config.host, '0.0.0.0')
+  assert.equal(config.bodyLimit, 64 * 1024 * 1024)
+  assert.equal(config.shutdownTimeoutMs, 25_000)
+  assert.deepEqual(config.database.policy, { schema: 'public', autoCreateTables: true, tableAllowlist: undefined })
+  assert.equal(config.bearerToken, undefined)
+  assert.equal(config.tls, undefined)
+})
+
+test('sizes, lists and booleans are parsed', () => {
+  const config = loadConfig({ HOOKS_BODY_LIMIT: '128Mi', PG_TABLE_ALLOWLIST: ' students, graduates ,', PG_AUTO_CREATE_TABLES: 'false' })
+  assert.equal(config.bodyLimit, 128 * 1024 * 1024)
+  assert.deepEqual([...config.database.policy.tableAllowlist ?? []], ['students', 'graduates'])
+  assert.equal(config.database.policy.autoCreateTables, false)
+})
+
+test('every bad value is reported at once, naming the variable', () => {
+  assert.throws(() => loadConfig({
+    PORT: '99999',
+    LOG_LEVEL: 'loud',
+    PG_SCHEMA: 'Public; drop',
+    PG_TABLE_ALLOWLIST: 'ok,"bad"',
+    PG_AUTO_CREATE_TABLES: 'maybe',
+    HOOKS_TLS_CERT: '/tmp/cert.pem',
+    HOOKS_TLS_CLIENT_CA: '/tmp/ca.pem'
+  }), (error: unknown) => {
+    assert.ok(error instanceof ConfigError)
+    assert.equal(error.problems.length, 6)
+    for (const name of ['PORT', 'LOG_LEVEL', 'PG_SCHEMA', 'PG_TABLE_ALLOWLIST', 'PG_AUTO_CREATE_TABLES', 'HOOKS_TLS_CERT and HOOKS_TLS_KEY']) {
+      assert.match(error.message, new RegExp(name))
+    }
+    return true
+  })
+})

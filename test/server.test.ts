@@ -1,0 +1,80 @@
+import assert from 'node:assert/strict'
+import { spawn, type ChildProcess } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
+import { freePort } from '../hooks/database/embedded.js'
+import { testDatabaseUrl } from './helpers/app.js'
+import { fixturePath } from './helpers/fixtures.js'
+
+const root = join(import.meta.dirname, '..')
+
+interface Server {
+  process: ChildProcess
+  output: () => string
+  exited: Promise<number | null>
+}
+
+function startServer (env: Record<string, string>): Server {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'hooks/server.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { resolve(code) }))
+  return { process: child, output: () => output, exited }
+}
+
+async function waitForLog (server: Server, text: string, timeoutMs = 20_000): Promise<void> {
+  for (let waited = 0; !server.output().includes(text); waited += 50) {
+    if (waited > timeoutMs) throw new Error(`server never logged ${JSON.stringify(text)}:\n${server.output()}`)
+    await sleep(50)
+  }
+}
+
+test('SIGTERM: in-flight hooks complete, then the process exits 0', async (t) => {
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: testDatabaseUrl() })
+  await admin.connect()
+  t.after(async () => {
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {})
+    await admin.end()
+  })
+  await admin.query(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.students (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL)`)
+
+  const port = await freePort()
+  const server = startServer({ PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: schema, PG_STATEMENT_TIMEOUT: '15' })
+  t.after(() => { server.process.kill('SIGKILL') })
+  await waitForLog(server, 'hook server ready')
+
+  // Hold the table so that the hook is still running when SIGTERM arrives.
+  await admin.query(`BEGIN; LOCK TABLE ${schema}.students IN ACCESS EXCLUSIVE MODE`)
+  const inFlight = fetch(`http://127.0.0.1:${port}/postgres-writer/sync`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: await readFile(fixturePath('postgres-writer', 'sync-create'))
+  })
+  await sleep(500)
+  server.process.kill('SIGTERM')
+  await waitForLog(server, 'shutting down')
+  await sleep(300)
+  await admin.query('COMMIT')
+
+  const response = await inFlight
+  assert.equal(response.status, 200)
+  const body = await response.json() as any
+  assert.equal(body.status.conditions[0].status, 'True')
+  assert.equal(await server.exited, 0, server.output())
+  const rows = await admin.query(`SELECT name FROM ${schema}.students`)
+  assert.deepEqual(rows.rows, [{ name: 'alex' }])
+})
+
+test('a bad configuration value stops start-up with exit code 1 and a message naming the variable', async () => {
+  const server = startServer({ PORT: 'eighty', HOOKS_BODY_LIMIT: 'huge', DATABASE_URL: 'postgres://user:hunter2@127.0.0.1:1/db' })
+  assert.equal(await server.exited, 1)
+  assert.match(server.output(), /PORT='eighty': expected a whole number/)
+  assert.match(server.output(), /HOOKS_BODY_LIMIT='huge'/)
+  assert.doesNotMatch(server.output(), /hunter2/)
+})
