@@ -120,5 +120,9 @@ export function generatedManifests (controllers: readonly Controller[]): Map<str
     files.set(`crds/${controller.name}.yaml`, header + stringify(customResourceDefinition(controller.resource), { lineWidth: 0, aliasDuplicateObjects: false }))
     files.set(`controllers/${controller.name}.yaml`, header + stringify(metacontrollerManifest(controller), { lineWidth: 0, aliasDuplicateObjects: false }))
   }
+  for (const folder of ['crds', 'controllers']) {
+    const kustomization = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: controllers.map((c) => `${c.name}.yaml`) }
+    files.set(`${folder}/kustomization.yaml`, header + stringify(kustomization))
+  }
   return files
 }
