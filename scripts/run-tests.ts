@@ -6,7 +6,8 @@ import { join } from 'node:path'
 import { startEmbeddedPostgres } from '../hooks/database/embedded.js'
 
 /**
- * Runs node:test over test files (default: every test/**\/*.test.ts outside test/e2e and test/faults) against a
+ * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e and
+ * test/faults) against a
  * real PostgreSQL: DATABASE_URL when set, otherwise an embedded one started here and removed afterwards.
  */
 
@@ -19,7 +20,9 @@ function testFiles (dir: string, skip: string[]): string[] {
 }
 
 const args = process.argv.slice(2)
-const files = args.length > 0 ? args : testFiles('test', [join('test', 'e2e'), join('test', 'faults')])
+const files = args.length > 0
+  ? args.flatMap((path) => statSync(path).isDirectory() ? testFiles(path, []) : [path])
+  : testFiles('test', [join('test', 'e2e'), join('test', 'faults')])
 
 let databaseUrl = process.env.DATABASE_URL
 let stopDatabase = async (): Promise<void> => {}
