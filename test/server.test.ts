@@ -78,3 +78,36 @@ test('a bad configuration value stops start-up with exit code 1 and a message na
   assert.match(server.output(), /HOOKS_BODY_LIMIT='huge'/)
   assert.doesNotMatch(server.output(), /hunter2/)
 })
+
+test('logs and answers never contain the database password or the bearer token', async (t) => {
+  const password = 'pw-Zx81-never-log'
+  const token = 'tok-Qq42-never-log'
+  const port = await freePort()
+  const server = startServer({
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'trace',
+    DATABASE_URL: `postgres://hooks:${password}@127.0.0.1:1/hooks`,
+    PG_CONNECT_TIMEOUT: '1',
+    HOOKS_BEARER_TOKEN: token
+  })
+  t.after(() => { server.process.kill('SIGKILL') })
+  await waitForLog(server, 'hook server ready')
+  const body = await readFile(fixturePath('postgres-writer', 'sync-create'))
+  const answers: string[] = []
+  for (const authorization of [`Bearer ${token}`, 'Bearer wrong', `Bearer ${token}x`]) {
+    for (const hook of ['sync', 'finalize']) {
+      const response = await fetch(`http://127.0.0.1:${port}/postgres-writer/${hook}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body })
+      answers.push(await response.text())
+    }
+  }
+  answers.push(await (await fetch(`http://127.0.0.1:${port}/readyz`)).text())
+  answers.push(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())
+  assert.match(answers[0] ?? '', /DatabaseUnavailable/, 'the database really was called and failed')
+  server.process.kill('SIGTERM')
+  assert.equal(await server.exited, 0)
+  for (const text of [server.output(), ...answers]) {
+    assert.doesNotMatch(text, new RegExp(password))
+    assert.doesNotMatch(text, new RegExp(token))
+  }
+})

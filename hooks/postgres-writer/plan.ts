@@ -59,6 +59,12 @@ function usableTable (table: unknown, policy: PostgresPolicy): table is string {
   return typeof table === 'string' && tableRefusal(table, policy) === undefined
 }
 
+function unstorableText (value: string): string | undefined {
+  if (value.includes('\u0000')) return 'a NUL character'
+  if (!value.isWellFormed()) return 'an unpaired UTF-16 surrogate'
+  return undefined
+}
+
 export function planSync (request: DecoratorRequest, policy: PostgresPolicy): SyncPlan {
   const rawTable = (request.object.spec as { table?: unknown } | undefined)?.table
   if (typeof rawTable === 'string') {
@@ -67,8 +73,9 @@ export function planSync (request: DecoratorRequest, policy: PostgresPolicy): Sy
   }
   const spec = parseSpec(request.object.spec)
   for (const field of ['name', 'country'] as const) {
-    if (spec[field].includes('\u0000')) {
-      return { kind: 'refuse', refusal: { reason: 'InvalidSpec', message: `spec.${field} contains a NUL character, which a PostgreSQL text column cannot hold; nothing was written` } }
+    const problem = unstorableText(spec[field])
+    if (problem !== undefined) {
+      return { kind: 'refuse', refusal: { reason: 'InvalidSpec', message: `spec.${field} contains ${problem}, which a PostgreSQL text column cannot hold; nothing was written` } }
     }
   }
   const previous = statusOf(request).table

@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict'
+import { request } from 'node:https'
+import { readFileSync } from 'node:fs'
+import { test } from 'node:test'
+import Fastify from 'fastify'
+import { app, serverOptions } from '../hooks/app.js'
+import { loadConfig, type Environment } from '../hooks/config.js'
+import { controllers } from '../hooks/controllers.js'
+import { createPool } from '../hooks/database/pool.js'
+import { testDatabaseUrl } from './helpers/app.js'
+import { generateCertificates, type CertificateSet } from './helpers/certificates.js'
+import { fixturePath } from './helpers/fixtures.js'
+
+interface Client { cert?: Buffer, key?: Buffer, token?: string }
+
+async function listen (t: import('node:test').TestContext, env: Environment): Promise<number> {
+  const config = loadConfig({ LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1', ...env })
+  const fastify = Fastify(serverOptions(config))
+  const pool = createPool({ clientConfig: { connectionString: testDatabaseUrl() }, description: 'test database' }, config.database, fastify.log)
+  await fastify.register(app, { config, controllers, pool, databaseDescription: 'test database', lifecycle: { draining: false } })
+  await fastify.listen({ port: 0, host: '127.0.0.1' })
+  t.after(async () => {
+    await fastify.close()
+    await pool.end()
+  })
+  return (fastify.server.address() as { port: number }).port
+}
+
+async function call (port: number, certificates: CertificateSet, client: Client, path = '/postgres-writer/sync'): Promise<number> {
+  return await new Promise((resolve, reject) => {
+    const body = readFileSync(fixturePath('postgres-writer', 'sync-create'))
+    const outgoing = request({
+      host: '127.0.0.1',
+      port,
+      path,
+      method: path.endsWith('sync') ? 'POST' : 'GET',
+      ca: certificates.read(certificates.caCert),
+      cert: client.cert,
+      key: client.key,
+      headers: { 'content-type': 'application/json', ...(client.token === undefined ? {} : { authorization: `Bearer ${client.token}` }) }
+    }, (response) => {
+      response.resume()
+      response.on('end', () => { resolve(response.statusCode ?? 0) })
+    })
+    outgoing.on('error', reject)
+    outgoing.end(path.endsWith('sync') ? body : undefined)
+  })
+}
+
+test('HTTPS, mutual TLS and the bearer token together', async (t) => {
+  const certificates = generateCertificates()
+  t.after(() => { certificates.remove() })
+  const port = await listen(t, {
+    HOOKS_TLS_CERT: certificates.serverCert,
+    HOOKS_TLS_KEY: certificates.serverKey,
+    HOOKS_TLS_CLIENT_CA: certificates.caCert,
+    HOOKS_BEARER_TOKEN: 'tls-token',
+    PG_TABLE_ALLOWLIST: 'students'
+  })
+  const trusted = { cert: certificates.read(certificates.clientCert), key: certificates.read(certificates.clientKey) }
+
+  assert.equal(await call(port, certificates, { ...trusted, token: 'tls-token' }), 200)
+  assert.equal(await call(port, certificates, trusted), 401, 'a trusted certificate does not replace the token')
+  await assert.rejects(call(port, certificates, { token: 'tls-token' }), 'a client without a certificate is refused')
+  await assert.rejects(
+    call(port, certificates, { cert: certificates.read(certificates.strangerCert), key: certificates.read(certificates.strangerKey), token: 'tls-token' }),
+    'a certificate from another CA is refused'
+  )
+  assert.equal(await call(port, certificates, trusted, '/healthz'), 200)
+})
+
+test('HTTPS without a client CA serves any TLS client, and plain HTTP is not answered', async (t) => {
+  const certificates = generateCertificates()
+  t.after(() => { certificates.remove() })
+  const port = await listen(t, { HOOKS_TLS_CERT: certificates.serverCert, HOOKS_TLS_KEY: certificates.serverKey })
+  assert.equal(await call(port, certificates, {}), 200)
+  const plain = await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 'refused')
+  assert.notEqual(plain, 200)
+})
