@@ -1,0 +1,69 @@
+import assert from 'node:assert/strict'
+import { readFile, readdir } from 'node:fs/promises'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { parse, parseAllDocuments } from 'yaml'
+import { controllers } from '../hooks/controllers.js'
+import { specParser } from '../hooks/spec.js'
+import { HOOK_SERVICE } from '../scripts/manifests.js'
+
+const root = join(import.meta.dirname, '..', 'manifests')
+const load = async (path: string): Promise<any> => parse(await readFile(join(root, path), 'utf8'))
+
+test('the hook Deployment is hardened as SPEC §5 asks', async () => {
+  const deployment = await load('server/deployment.yaml')
+  const pod = deployment.spec.template.spec
+  const [container] = pod.containers
+  assert.equal(deployment.spec.replicas, 2)
+  assert.equal(pod.automountServiceAccountToken, false)
+  assert.equal(pod.securityContext.runAsNonRoot, true)
+  assert.equal(pod.securityContext.seccompProfile.type, 'RuntimeDefault')
+  assert.deepEqual(container.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, capabilities: { drop: ['ALL'] } })
+  assert.equal(container.livenessProbe.httpGet.path, '/healthz')
+  assert.equal(container.readinessProbe.httpGet.path, '/readyz')
+  for (const kind of ['requests', 'limits']) assert.ok(container.resources[kind].cpu !== undefined && container.resources[kind].memory !== undefined, kind)
+  assert.ok(pod.terminationGracePeriodSeconds > Number(container.env.find((e: any) => e.name === 'HOOKS_SHUTDOWN_TIMEOUT').value) + container.lifecycle.preStop.sleep.seconds)
+  const service = await load('server/service.yaml')
+  assert.equal(service.metadata.name, HOOK_SERVICE.name)
+  assert.equal(service.metadata.namespace, HOOK_SERVICE.namespace)
+  assert.equal(service.spec.ports[0].port, HOOK_SERVICE.port)
+})
+
+test('the NetworkPolicy admits only Metacontroller\'s namespace and metrics scrapers, and lets out only DNS and PostgreSQL', async () => {
+  const policy = await load('server/network-policy.yaml')
+  assert.deepEqual(policy.spec.policyTypes, ['Ingress', 'Egress'])
+  assert.deepEqual(policy.spec.ingress.flatMap((rule: any) => rule.from.map((from: any) => from.namespaceSelector.matchLabels)), [
+    { 'kubernetes.io/metadata.name': 'metacontroller' },
+    { 'metacontroller-hooks/metrics-scraper': 'true' }
+  ])
+  assert.deepEqual(policy.spec.egress.flatMap((rule: any) => rule.ports.map((p: any) => p.port)), [53, 53, 5432])
+})
+
+test('every file of manifests/server is in its kustomization; secrets hold example values only', async () => {
+  const kustomization = await load('server/kustomization.yaml')
+  const files = (await readdir(join(root, 'server'))).filter((f) => f !== 'kustomization.yaml').sort()
+  assert.deepEqual([...kustomization.resources].sort(), files)
+  assert.match((await load('server/database-secret.yaml')).stringData.DATABASE_URL, /change-me/)
+  assert.equal((await load('postgres/secret.yaml')).stringData.POSTGRES_PASSWORD, 'change-me')
+})
+
+test('the bearer-token overlay points Metacontroller and the server at the same secret', async () => {
+  const [endpoint] = (await load('overlays/bearer-token/endpoint-config.yaml'))[0].value
+  const [env] = [(await load('overlays/bearer-token/server-token.yaml'))[0].value]
+  const secret = await load('overlays/bearer-token/token-secret.yaml')
+  assert.equal(endpoint.host, `${HOOK_SERVICE.name}.${HOOK_SERVICE.namespace}`)
+  assert.deepEqual(endpoint.authorization.secretRef, { name: secret.metadata.name, namespace: secret.metadata.namespace, key: 'token' })
+  assert.equal(env.name, 'HOOKS_BEARER_TOKEN')
+  assert.deepEqual(env.valueFrom.secretKeyRef, { name: secret.metadata.name, key: 'token' })
+})
+
+test('each controller has its original sample in manifests/examples, and the hook accepts its spec', async () => {
+  for (const controller of controllers) {
+    const documents = parseAllDocuments(await readFile(join(root, 'examples', `${controller.name}.yaml`), 'utf8'))
+    const [sample] = (Array.isArray(documents) ? documents : [documents]).map((d) => d.toJS())
+    const { resource } = controller
+    assert.equal(sample.apiVersion, `${resource.group}/${resource.version}`)
+    assert.equal(sample.kind, resource.kind)
+    assert.doesNotThrow(() => specParser(resource.spec, resource.kind)(sample.spec), controller.name)
+  }
+})
