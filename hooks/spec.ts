@@ -1,5 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox'
-import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { TypeCompiler, ValueErrorType, type ValueError } from '@sinclair/typebox/compiler'
 import { Value } from '@sinclair/typebox/value'
 import { unprocessableSpec } from './errors.js'
 
@@ -12,7 +12,21 @@ export function specParser<T extends TSchema> (schema: T, kind: string): (spec: 
   return (spec) => {
     const value: unknown = Value.Default(schema, Value.Clone(spec ?? {}))
     if (check.Check(value)) return value
-    const problems = [...check.Errors(value)].slice(0, 5).map((error) => `spec${error.path.replaceAll('/', '.')}: ${error.message}`)
-    throw unprocessableSpec(kind, problems)
+    // TypeBox reports several errors for one bad field (missing, then of the wrong type): keep the first of each.
+    const problems = new Map<string, string>()
+    for (const error of check.Errors(value)) {
+      const path = `spec${error.path.replaceAll('/', '.')}`
+      if (!problems.has(path)) problems.set(path, `${path}: ${describe(error)}`)
+      if (problems.size === 5) break
+    }
+    throw unprocessableSpec(kind, [...problems.values()])
   }
+}
+
+/** TypeBox says only "Expected union value" for an enum or an int-or-string: name what is accepted instead. */
+function describe (error: ValueError): string {
+  const options = (error.schema as { anyOf?: Array<{ const?: unknown, type?: unknown }> }).anyOf
+  if (error.type !== ValueErrorType.Union || options === undefined) return error.message
+  if (options.every((option) => 'const' in option)) return `Expected one of ${options.map((option) => JSON.stringify(option.const)).join(', ')}`
+  return `Expected ${options.map((option) => String(option.type)).join(' or ')}`
 }

@@ -102,7 +102,7 @@ test('every storable hostile string is stored byte for byte, as a parameter', as
 
 test('NUL bytes and unpaired surrogates give Ready=False InvalidSpec; a 63-character table name works, 64 does not', async (t) => {
   const { app } = await build(t)
-  for (const [field, value] of [['name', 'a\u0000b'], ['country', 'x\ud800y']]) {
+  for (const [field, value] of [['name', 'a\u0000b'], ['country', 'x\ud800y']] as const) {
     const request = fixture('postgres-writer', 'sync-create')
     request.object.spec[field] = value
     const { status } = (await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload: request })).json()

@@ -24,6 +24,7 @@ test('the committed CRDs and controllers are what `npm run manifests` generates'
 test('every hook is v2 with an explicit timeout, and the CRDs have a status subresource', async () => {
   for (const [path, content] of generatedManifests(controllers)) {
     const manifest = parse(content)
+    if (path.endsWith('kustomization.yaml')) continue
     if (path.startsWith('controllers/')) {
       for (const hook of Object.values(manifest.spec.hooks) as any[]) {
         assert.equal(hook.version, 'v2', path)

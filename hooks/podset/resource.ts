@@ -1,0 +1,57 @@
+import { Type, type Static } from '@sinclair/typebox'
+import type { CustomResource } from '../controller.js'
+import { ConditionSchema } from '../wire/schemas.js'
+
+export const DEFAULT_REPLICAS = 1
+export const DEFAULT_IMAGE = 'busybox'
+export const DEFAULT_COMMAND = ['sleep', '3600']
+/** Far above any real PodSet, far below what would exhaust the hook server's memory building the answer. */
+export const MAX_REPLICAS = 10000
+
+export const PodSetSpecSchema = Type.Object({
+  replicas: Type.Optional(Type.Integer({
+    format: 'int32',
+    minimum: 0,
+    maximum: MAX_REPLICAS,
+    default: DEFAULT_REPLICAS,
+    description: 'Number of pods, named <name>-pod-0 .. <name>-pod-<replicas-1>; a scale-down removes the highest ordinals.'
+  })),
+  image: Type.Optional(Type.String({
+    pattern: '^\\S+$',
+    default: DEFAULT_IMAGE,
+    description: 'Image of the pods\' only container.'
+  })),
+  command: Type.Optional(Type.Array(Type.String(), {
+    minItems: 1,
+    default: DEFAULT_COMMAND,
+    description: 'Command of the pods\' only container. Changing it (or the image) replaces the pods.'
+  }))
+}, {
+  // The original sample's `spec:` holds only a comment, so it arrives as null: this default lets it apply unchanged.
+  default: {}
+})
+/** The spec once its defaults are applied: every field is present. */
+export type PodSetSpec = Required<Static<typeof PodSetSpecSchema>>
+
+export const PodSetStatusSchema = Type.Object({
+  readyReplicas: Type.Optional(Type.Integer({ format: 'int32', minimum: 0, description: 'Pods of the spec that are running or pending and not being deleted.' })),
+  podNames: Type.Optional(Type.Array(Type.String(), { description: 'Names of those pods, in ordinal order.' })),
+  observedGeneration: Type.Optional(Type.Integer()),
+  conditions: Type.Optional(Type.Array(ConditionSchema))
+})
+export type PodSetStatus = Static<typeof PodSetStatusSchema>
+
+export const podSetResource: CustomResource = {
+  group: 'batch.tutorial.kubebuilder.io',
+  version: 'v1',
+  kind: 'PodSet',
+  plural: 'podsets',
+  singular: 'podset',
+  spec: PodSetSpecSchema,
+  status: PodSetStatusSchema,
+  printerColumns: [
+    { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas' },
+    { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
+  ]
+}

@@ -1,0 +1,15 @@
+import type { CompositeController } from '../controller.js'
+import { pulsarConsumerResource } from './resource.js'
+import { syncPulsarConsumer } from './sync.js'
+
+/** PulsarConsumer: a Deployment of Pulsar consumers sharing one subscription. */
+export const pulsarConsumer: CompositeController = {
+  type: 'composite',
+  name: 'pulsar-consumer',
+  resource: pulsarConsumerResource,
+  hasFinalize: false,
+  childResources: [{ apiVersion: 'apps/v1', resource: 'deployments', updateStrategy: 'InPlace' }],
+  hooks: () => ({
+    sync: (request, { now }) => syncPulsarConsumer(request, now)
+  })
+}

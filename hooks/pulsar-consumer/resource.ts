@@ -1,0 +1,47 @@
+import { Type, type Static } from '@sinclair/typebox'
+import type { CustomResource } from '../controller.js'
+import { ConditionSchema } from '../wire/schemas.js'
+
+export const PULSAR_SERVICE_URL_PATTERN = '^pulsar(\\+ssl)?://\\S+$'
+export const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'
+
+const int32 = { minimum: 0, maximum: 2147483647, format: 'int32' } as const
+
+// The strings become container env values: an empty one would be dropped by the API server and churn the apply.
+export const PulsarConsumerSpecSchema = Type.Object({
+  serverAddress: Type.String({ pattern: PULSAR_SERVICE_URL_PATTERN, description: 'Pulsar service URL the consumers connect to: pulsar://host:6650 or pulsar+ssl://host:6651.' }),
+  topic: Type.String({ minLength: 1, description: 'Topic to consume.' }),
+  subscriptionName: Type.String({ minLength: 1, description: 'Subscription the consumers share.' }),
+  replicas: Type.Integer({ ...int32, description: 'Number of consumer pods.' }),
+  image: Type.Optional(Type.String({ minLength: 1, default: DEFAULT_CONSUMER_IMAGE, description: 'Consumer container image.' }))
+})
+export type PulsarConsumerSpec = Static<typeof PulsarConsumerSpecSchema>
+
+export const PulsarConsumerStatusSchema = Type.Object({
+  server: Type.Optional(Type.String({ description: 'Service URL given to the consumers.' })),
+  topic: Type.Optional(Type.String({ description: 'Topic given to the consumers.' })),
+  subscription: Type.Optional(Type.String({ description: 'Subscription given to the consumers.' })),
+  replicas: Type.Optional(Type.Integer({ ...int32, description: 'Replicas asked of the Deployment.' })),
+  readyReplicas: Type.Optional(Type.Integer({ ...int32, description: 'Ready consumer pods, as the Deployment reports them.' })),
+  observedGeneration: Type.Optional(Type.Integer()),
+  conditions: Type.Optional(Type.Array(ConditionSchema))
+})
+export type PulsarConsumerStatus = Static<typeof PulsarConsumerStatusSchema>
+
+export const pulsarConsumerResource: CustomResource = {
+  group: 'pulsar.pulsarconsumer.krvarma.com',
+  version: 'v1',
+  kind: 'PulsarConsumer',
+  plural: 'pulsarconsumers',
+  singular: 'pulsarconsumer',
+  spec: PulsarConsumerSpecSchema,
+  status: PulsarConsumerStatusSchema,
+  printerColumns: [
+    { name: 'Server', type: 'string', jsonPath: '.status.server' },
+    { name: 'Topic', type: 'string', jsonPath: '.status.topic' },
+    { name: 'Subscription', type: 'string', jsonPath: '.status.subscription' },
+    { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas' },
+    { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
+  ]
+}

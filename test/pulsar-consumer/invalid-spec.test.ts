@@ -1,0 +1,51 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { pulsarConsumer } from '../../hooks/pulsar-consumer/index.js'
+import { build } from '../helpers/app.js'
+import { fixture } from '../helpers/fixtures.js'
+import { assertGolden } from '../helpers/golden.js'
+
+type Json = Record<string, any>
+
+const cases: Array<{ title: string, edit: (spec: Json) => void, field: string }> = [
+  { title: 'a missing topic', edit: (spec) => { delete spec.topic }, field: 'spec.topic' },
+  { title: 'an empty subscription name', edit: (spec) => { spec.subscriptionName = '' }, field: 'spec.subscriptionName' },
+  { title: 'negative replicas', edit: (spec) => { spec.replicas = -1 }, field: 'spec.replicas' },
+  { title: 'fractional replicas', edit: (spec) => { spec.replicas = 1.5 }, field: 'spec.replicas' },
+  { title: 'replicas beyond int32', edit: (spec) => { spec.replicas = 2 ** 31 }, field: 'spec.replicas' },
+  { title: 'an http:// server address', edit: (spec) => { spec.serverAddress = 'http://x' }, field: 'spec.serverAddress' },
+  { title: 'a server address with a space', edit: (spec) => { spec.serverAddress = 'pulsar://broker 6650' }, field: 'spec.serverAddress' },
+  { title: 'an empty image', edit: (spec) => { spec.image = '' }, field: 'spec.image' }
+]
+
+for (const { title, edit, field } of cases) {
+  test(`${title} gets 422 naming ${field}, and no children`, async (t) => {
+    const { app } = await build(t, { databaseUrl: false, controllers: [pulsarConsumer] })
+    const request = fixture('pulsar-consumer', 'sync-steady')
+    edit(request.parent.spec)
+    const response = await app.inject({ method: 'POST', url: '/pulsar-consumer/sync', payload: request })
+    assert.equal(response.statusCode, 422)
+    const body = response.json()
+    assert.equal(body.children, undefined)
+    assert.match(body.message, /^PulsarConsumer spec cannot be used: /)
+    assert.ok(body.message.includes(`${field}:`), body.message)
+  })
+}
+
+test('the invalid-spec fixture names every bad field at once', async (t) => {
+  const { app } = await build(t, { databaseUrl: false, controllers: [pulsarConsumer] })
+  const response = await app.inject({ method: 'POST', url: '/pulsar-consumer/sync', payload: fixture('pulsar-consumer', 'sync-invalid-spec') })
+  assert.equal(response.statusCode, 422)
+  const body = response.json()
+  for (const field of ['spec.topic', 'spec.replicas', 'spec.serverAddress']) assert.ok(body.message.includes(field), body.message)
+  assertGolden(body, 'pulsar-consumer', 'sync-invalid-spec')
+})
+
+test('a parent without a name gets 400: its Deployment could not be named', async (t) => {
+  const { app } = await build(t, { databaseUrl: false, controllers: [pulsarConsumer] })
+  const request = fixture('pulsar-consumer', 'sync-first')
+  delete request.parent.metadata.name
+  const response = await app.inject({ method: 'POST', url: '/pulsar-consumer/sync', payload: request })
+  assert.equal(response.statusCode, 400)
+  assert.match(response.json().message, /parent\.metadata\.name is missing/)
+})
