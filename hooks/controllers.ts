@@ -1,7 +1,8 @@
+import { bookStore } from './bookstore/index.js'
 import type { Controller } from './controller.js'
 import { postgresWriter } from './postgres-writer/index.js'
 import { podSet } from './podset/index.js'
 import { pulsarConsumer } from './pulsar-consumer/index.js'
 
 /** Every controller this server hosts: routes, manifests and the render tool are derived from this list. */
-export const controllers: readonly Controller[] = [postgresWriter, podSet, pulsarConsumer]
+export const controllers: readonly Controller[] = [postgresWriter, bookStore, podSet, pulsarConsumer]
