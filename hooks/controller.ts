@@ -24,6 +24,10 @@ export interface PrinterColumn {
   jsonPath: string
 }
 
+/** Printer columns for the `Ready` condition's status and the object's age. */
+export const READY_COLUMN: PrinterColumn = { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' }
+export const AGE_COLUMN: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
+
 /** The parent custom resource: its CRD is generated from this (`npm run manifests`). */
 export interface CustomResource {
   group: string

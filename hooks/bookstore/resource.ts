@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { CustomResource } from '../controller.js'
-import { ConditionSchema } from '../wire/schemas.js'
+import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
+import { CommonStatusProperties } from '../wire/schemas.js'
 
 /** The pattern Kubernetes itself publishes for resource quantities (as controller-gen writes it for a Quantity). */
 export const QUANTITY_PATTERN = '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'
@@ -82,8 +82,7 @@ export const BookStoreStatusSchema = Type.Object({
     ...ReplicaCountsSchema,
     volumeSize: Type.String({ description: 'Size the database claims are requested at (the largest, when they differ).' })
   })),
-  observedGeneration: Type.Optional(Type.Integer()),
-  conditions: Type.Optional(Type.Array(ConditionSchema))
+  ...CommonStatusProperties
 })
 export type BookStoreStatus = Static<typeof BookStoreStatusSchema>
 
@@ -100,7 +99,7 @@ export const bookStoreResource: CustomResource = {
     { name: 'App Ready', type: 'integer', jsonPath: '.status.app.readyReplicas' },
     { name: 'DB Ready', type: 'integer', jsonPath: '.status.db.readyReplicas' },
     { name: 'Volume', type: 'string', jsonPath: '.status.db.volumeSize' },
-    { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
+    READY_COLUMN,
+    AGE_COLUMN
   ]
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { CustomResource } from '../controller.js'
-import { ConditionSchema } from '../wire/schemas.js'
+import { AGE_COLUMN, type CustomResource } from '../controller.js'
+import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const DEFAULT_REPLICAS = 1
 export const DEFAULT_IMAGE = 'busybox'
@@ -36,8 +36,7 @@ export type PodSetSpec = Required<Static<typeof PodSetSpecSchema>>
 export const PodSetStatusSchema = Type.Object({
   readyReplicas: Type.Optional(Type.Integer({ format: 'int32', minimum: 0, description: 'Pods of the spec that are running or pending and not being deleted.' })),
   podNames: Type.Optional(Type.Array(Type.String(), { description: 'Names of those pods, in ordinal order.' })),
-  observedGeneration: Type.Optional(Type.Integer()),
-  conditions: Type.Optional(Type.Array(ConditionSchema))
+  ...CommonStatusProperties
 })
 export type PodSetStatus = Static<typeof PodSetStatusSchema>
 
@@ -52,6 +51,6 @@ export const podSetResource: CustomResource = {
   printerColumns: [
     { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas' },
     { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
-    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
+    AGE_COLUMN
   ]
 }

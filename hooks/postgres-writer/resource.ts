@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { CustomResource } from '../controller.js'
-import { ConditionSchema } from '../wire/schemas.js'
+import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
+import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const TABLE_NAME_PATTERN = '^[a-z_][a-z0-9_]{0,62}$'
 
@@ -15,8 +15,7 @@ export type PostgresWriterSpec = Static<typeof PostgresWriterSpecSchema>
 export const PostgresWriterStatusSchema = Type.Object({
   table: Type.Optional(Type.String({ description: 'Table that holds the row since the last successful sync.' })),
   id: Type.Optional(Type.String({ description: 'Primary key of the row: <namespace>/<name>.' })),
-  observedGeneration: Type.Optional(Type.Integer()),
-  conditions: Type.Optional(Type.Array(ConditionSchema))
+  ...CommonStatusProperties
 })
 export type PostgresWriterStatus = Static<typeof PostgresWriterStatusSchema>
 
@@ -34,7 +33,7 @@ export const postgresWriterResource: CustomResource = {
     { name: 'Name', type: 'string', jsonPath: '.spec.name' },
     { name: 'Age', type: 'integer', jsonPath: '.spec.age' },
     { name: 'Country', type: 'string', jsonPath: '.spec.country' },
-    { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
+    READY_COLUMN,
+    AGE_COLUMN
   ]
 }

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import type { CustomResource } from '../controller.js'
-import { ConditionSchema } from '../wire/schemas.js'
+import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
+import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const PULSAR_SERVICE_URL_PATTERN = '^pulsar(\\+ssl)?://\\S+$'
 export const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'
@@ -23,8 +23,7 @@ export const PulsarConsumerStatusSchema = Type.Object({
   subscription: Type.Optional(Type.String({ description: 'Subscription given to the consumers.' })),
   replicas: Type.Optional(Type.Integer({ ...int32, description: 'Replicas asked of the Deployment.' })),
   readyReplicas: Type.Optional(Type.Integer({ ...int32, description: 'Ready consumer pods, as the Deployment reports them.' })),
-  observedGeneration: Type.Optional(Type.Integer()),
-  conditions: Type.Optional(Type.Array(ConditionSchema))
+  ...CommonStatusProperties
 })
 export type PulsarConsumerStatus = Static<typeof PulsarConsumerStatusSchema>
 
@@ -41,7 +40,7 @@ export const pulsarConsumerResource: CustomResource = {
     { name: 'Topic', type: 'string', jsonPath: '.status.topic' },
     { name: 'Subscription', type: 'string', jsonPath: '.status.subscription' },
     { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas' },
-    { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
-    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
+    READY_COLUMN,
+    AGE_COLUMN
   ]
 }

@@ -42,6 +42,12 @@ export const ConditionSchema = Type.Object({
 })
 export type Condition = Static<typeof ConditionSchema>
 
+/** The status fields every controller reports: the generation it acted on, and its conditions. */
+export const CommonStatusProperties = {
+  observedGeneration: Type.Optional(Type.Integer()),
+  conditions: Type.Optional(Type.Array(ConditionSchema))
+}
+
 const controllerField = Type.Object({}, { additionalProperties: true })
 
 export const CompositeRequestSchema = Type.Object(
