@@ -29,6 +29,8 @@ export interface Config {
   logLevel: string
   bodyLimit: number
   shutdownTimeoutMs: number
+  /** After SIGTERM, how long the listener stays open while readiness already answers 503. */
+  shutdownDelayMs: number
   database: DatabaseConfig
   bearerToken: string | undefined
   tls: TlsConfig | undefined
@@ -114,6 +116,7 @@ export function loadConfig (env: Environment = process.env): Config {
     logLevel,
     bodyLimit: size('HOOKS_BODY_LIMIT', 64 * 1024 ** 2),
     shutdownTimeoutMs: integer('HOOKS_SHUTDOWN_TIMEOUT', 25, 1, 3600) * 1000,
+    shutdownDelayMs: integer('HOOKS_SHUTDOWN_DELAY', 3, 0, 3600) * 1000,
     database: {
       poolMax: integer('PG_POOL_MAX', 10, 1, 1000),
       connectTimeoutMs: integer('PG_CONNECT_TIMEOUT', 2, 1, 60) * 1000,
@@ -122,6 +125,9 @@ export function loadConfig (env: Environment = process.env): Config {
     },
     bearerToken: value('HOOKS_BEARER_TOKEN'),
     tls: tlsCert !== undefined && tlsKey !== undefined ? { certFile: tlsCert, keyFile: tlsKey, clientCaFile: clientCa } : undefined
+  }
+  if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {
+    problems.push('HOOKS_SHUTDOWN_DELAY must be shorter than HOOKS_SHUTDOWN_TIMEOUT: the delay is part of the shutdown time')
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config

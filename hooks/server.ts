@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
 import type pg from 'pg'
 import { app, serverOptions } from './app.js'
@@ -44,11 +45,15 @@ await fastify.register(app, { config, controllers, pool, databaseDescription: co
 async function shutdown (signal: string): Promise<void> {
   if (lifecycle.draining) return
   lifecycle.draining = true
-  fastify.log.info({ signal }, 'shutting down: readiness is 503, finishing in-flight hooks')
+  // Until the endpoint removal has reached every client, new connections still arrive: keep listening for a moment.
+  // SIGINT (a person at a terminal) stops without the delay.
+  const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0
+  fastify.log.info({ signal, delayMs }, 'shutting down: readiness is 503, still listening for the delay, finishing in-flight hooks')
   const deadline = setTimeout(() => {
     fastify.log.error({ timeoutMs: config.shutdownTimeoutMs }, 'in-flight hooks did not finish within HOOKS_SHUTDOWN_TIMEOUT; exiting')
     process.exit(1)
   }, config.shutdownTimeoutMs)
+  await sleep(delayMs)
   await fastify.close()
   await pool.end()
   await embedded?.stop()

@@ -1,5 +1,5 @@
 import type { DecoratorController } from '../controller.js'
-import { finalizeResponse, planDelete, planSync, syncResponse } from './plan.js'
+import { finalizeResponse, planSync, rowId, syncResponse } from './plan.js'
 import { postgresWriterResource } from './resource.js'
 import { RowStore } from './rows.js'
 
@@ -16,13 +16,10 @@ export const postgresWriter: DecoratorController = {
     return {
       sync: async (request, { now }) => {
         const plan = planSync(request, policy)
-        const result = plan.kind === 'write' ? await rows.write(plan.row, plan.table, plan.previousTable) : { kind: 'done' as const }
+        const result = plan.kind === 'write' ? await rows.write(plan.row, plan.table, plan.placed) : { kind: 'done' as const }
         return syncResponse(request, plan, result, policy, now)
       },
-      finalize: async (request, { now }) => {
-        const plan = planDelete(request, policy)
-        return finalizeResponse(request, plan, await rows.delete(plan), policy, now)
-      }
+      finalize: async (request, { now }) => finalizeResponse(request, await rows.delete(rowId(request)), policy, now)
     }
   }
 }

@@ -21,12 +21,12 @@ export type Refusal = { reason: 'InvalidTableName' | 'TableNotAllowed' | 'Invali
 
 export type SyncPlan =
   | { kind: 'refuse', refusal: Refusal }
-  | { kind: 'write', row: Row, table: string, previousTable: string | undefined }
-
-export interface DeletePlan {
-  id: string
-  tables: string[]
-}
+  /**
+   * `placed`: the last acknowledged sync put the row in this very table, so an upsert there is all it takes.
+   * Otherwise (first write, table change, or an answer that never reached Metacontroller) the row may sit in any
+   * table, and the write also removes it from every other one.
+   */
+  | { kind: 'write', row: Row, table: string, placed: boolean }
 
 /** What the database did; a failure carries a reason a person can act on. */
 export type WriteResult =
@@ -54,9 +54,9 @@ function tableRefusal (table: string, policy: PostgresPolicy): Refusal | undefin
   return undefined
 }
 
-/** A table this object may touch: a valid identifier, allowed by the policy. */
-function usableTable (table: unknown, policy: PostgresPolicy): table is string {
-  return typeof table === 'string' && tableRefusal(table, policy) === undefined
+/** A table custom resources may write: a valid identifier, allowed by the policy. */
+export function writableTable (table: string, policy: PostgresPolicy): boolean {
+  return tableRefusal(table, policy) === undefined
 }
 
 function unstorableText (value: string): string | undefined {
@@ -78,19 +78,12 @@ export function planSync (request: DecoratorRequest, policy: PostgresPolicy): Sy
       return { kind: 'refuse', refusal: { reason: 'InvalidSpec', message: `spec.${field} contains ${problem}, which a PostgreSQL text column cannot hold; nothing was written` } }
     }
   }
-  const previous = statusOf(request).table
   return {
     kind: 'write',
     row: { id: rowId(request), name: spec.name, age: spec.age, country: spec.country },
     table: spec.table,
-    previousTable: usableTable(previous, policy) && previous !== spec.table ? previous : undefined
+    placed: statusOf(request).table === spec.table
   }
-}
-
-/** Every table that may hold this object's row: the one it was last written to, and the one its spec names. */
-export function planDelete (request: DecoratorRequest, policy: PostgresPolicy): DeletePlan {
-  const candidates = [statusOf(request).table, (request.object.spec as { table?: unknown } | undefined)?.table]
-  return { id: rowId(request), tables: [...new Set(candidates.filter((t) => usableTable(t, policy)))] }
 }
 
 function qualified (schema: string, table: string): string {
@@ -122,18 +115,18 @@ export function syncResponse (request: DecoratorRequest, plan: SyncPlan, result:
   return { status, attachments: [], ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }) }
 }
 
-export function finalizeResponse (request: DecoratorRequest, plan: DeletePlan, result: WriteResult, policy: PostgresPolicy, now: string): DecoratorResponse {
+export function finalizeResponse (request: DecoratorRequest, result: WriteResult, policy: PostgresPolicy, now: string): DecoratorResponse {
   const observed = statusOf(request)
   const generation = request.object.metadata.generation
   const conditions = observedConditions(observed)
-  const where = plan.tables.length === 0 ? 'no table' : plan.tables.map((t) => qualified(policy.schema, t)).join(' and ')
+  const id = rowId(request)
   const done = result.kind === 'done'
   const ready = done
-    ? readyCondition(false, 'RowDeleted', `row ${JSON.stringify(plan.id)} deleted from ${where}`, conditions, generation, now)
-    : readyCondition(false, result.reason, `row ${JSON.stringify(plan.id)} not deleted yet: ${result.message}`, conditions, generation, now)
+    ? readyCondition(false, 'RowDeleted', `row ${JSON.stringify(id)} deleted from every table of schema ${policy.schema}`, conditions, generation, now)
+    : readyCondition(false, result.reason, `row ${JSON.stringify(id)} not deleted yet: ${result.message}`, conditions, generation, now)
   const status: PostgresWriterStatus = {
     ...(typeof observed.table === 'string' ? { table: observed.table } : {}),
-    id: plan.id,
+    id,
     ...(generation === undefined ? {} : { observedGeneration: generation }),
     conditions: [ready]
   }

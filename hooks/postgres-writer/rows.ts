@@ -1,6 +1,6 @@
 import type pg from 'pg'
 import type { PostgresPolicy } from '../config.js'
-import type { DeletePlan, Row, WriteResult } from './plan.js'
+import { writableTable, type Row, type WriteResult } from './plan.js'
 
 /**
  * The PostgreSQL side of PostgresWriter. Every value travels as a parameter; table and schema names reach SQL
@@ -43,15 +43,20 @@ export class RowStore {
     return `${quote(this.policy.schema)}.${quote(name)}`
   }
 
-  /** Upserts the row, writing nothing when it already matches; moves it out of `previousTable` in the same transaction. */
-  async write (row: Row, table: string, previousTable: string | undefined): Promise<WriteResult> {
+  /**
+   * Makes the row equal the spec in `table`, writing nothing when it already does. When the last acknowledged sync
+   * put it in `table` and it is still there, that takes one statement. Otherwise (first write, table change, an
+   * answer that never arrived, a concurrent move) the row is upserted and deleted from every other table in one
+   * transaction, so that each object owns exactly one row.
+   */
+  async write (row: Row, table: string, placed: boolean): Promise<WriteResult> {
     try {
       await this.withTable(table, async () => {
-        if (previousTable === undefined) {
-          await this.upsert(this.pool, row, table)
-        } else {
-          await this.move(row, table, previousTable)
-        }
+        if (placed && await this.updateInPlace(row, table)) return
+        await this.transaction(row.id, async (client) => {
+          await this.upsert(client, row, table)
+          await this.deleteFrom(client, row.id, (await this.rowTables(client)).filter((other) => other !== table))
+        })
       })
       return { kind: 'done' }
     } catch (error) {
@@ -59,21 +64,30 @@ export class RowStore {
     }
   }
 
-  /** Deletes the row from every table of the plan; a missing table or row counts as deleted. */
-  async delete (plan: DeletePlan): Promise<WriteResult> {
+  /** Deletes the row from every table that could hold it; none at all counts as deleted. */
+  async delete (id: string): Promise<WriteResult> {
     try {
-      for (const table of plan.tables) {
-        await this.pool.query(`DELETE FROM ${this.table(table)} WHERE id = $1`, [plan.id]).catch((error: unknown) => {
-          if (!missingTable(error)) throw error
-        })
-      }
+      await this.transaction(id, async (client) => { await this.deleteFrom(client, id, await this.rowTables(client)) })
       return { kind: 'done' }
     } catch (error) {
       return classifyFailure(error, this.description)
     }
   }
 
-  private async upsert (client: pg.Pool | pg.PoolClient, row: Row, table: string): Promise<void> {
+  /** Updates the row where it is, if it differs; false when `table` does not hold it. */
+  private async updateInPlace (row: Row, table: string): Promise<boolean> {
+    const result = await this.pool.query<{ present: boolean }>(
+      `WITH changed AS (
+         UPDATE ${this.table(table)} AS t SET name = $2, age = $3, country = $4
+         WHERE id = $1 AND (t.name, t.age, t.country) IS DISTINCT FROM ($2::text, $3::integer, $4::text)
+       )
+       SELECT EXISTS (SELECT 1 FROM ${this.table(table)} WHERE id = $1) AS present`,
+      [row.id, row.name, row.age, row.country]
+    )
+    return result.rows[0]?.present === true
+  }
+
+  private async upsert (client: pg.PoolClient, row: Row, table: string): Promise<void> {
     await client.query(
       `INSERT INTO ${this.table(table)} AS t (id, name, age, country) VALUES ($1, $2, $3, $4)
        ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
@@ -82,15 +96,34 @@ export class RowStore {
     )
   }
 
-  private async move (row: Row, table: string, previousTable: string): Promise<void> {
+  private async deleteFrom (client: pg.PoolClient, id: string, tables: string[]): Promise<void> {
+    for (const table of tables) await client.query(`DELETE FROM ${this.table(table)} WHERE id = $1`, [id])
+  }
+
+  /** The tables of the schema shaped like a PostgresWriter table (text id, name, age, country) that custom resources may write. */
+  private async rowTables (client: pg.PoolClient): Promise<string[]> {
+    const result = await client.query<{ table_name: string }>(
+      `SELECT c.table_name FROM information_schema.columns c
+       JOIN information_schema.tables t USING (table_schema, table_name)
+       WHERE c.table_schema = $1 AND t.table_type = 'BASE TABLE' AND c.column_name IN ('id', 'name', 'age', 'country')
+       GROUP BY c.table_name
+       HAVING count(*) = 4 AND bool_or(c.column_name = 'id' AND c.data_type IN ('text', 'character varying'))`,
+      [this.policy.schema]
+    )
+    return result.rows.map((r) => r.table_name).filter((table) => writableTable(table, this.policy))
+  }
+
+  /** Runs `work` in a transaction that holds this row's advisory lock, so that two placements of one row never interleave. */
+  private async transaction (id: string, work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
     const client = await this.pool.connect()
+    // A checked-out client whose server dies between two statements emits 'error'; unheard, it would crash the
+    // process. The statement in flight (or the next one) fails with it anyway.
+    const ignore = (): void => {}
+    client.on('error', ignore)
     try {
       await client.query('BEGIN')
-      await this.upsert(client, row, table)
-      const previous = await client.query<{ present: boolean }>('SELECT to_regclass($1) IS NOT NULL AS present', [this.table(previousTable)])
-      if (previous.rows[0]?.present === true) {
-        await client.query(`DELETE FROM ${this.table(previousTable)} WHERE id = $1`, [row.id])
-      }
+      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [id])
+      await work(client)
       await client.query('COMMIT')
       client.release()
     } catch (error) {
@@ -98,6 +131,8 @@ export class RowStore {
       // Its connection may be what failed: never hand it back to the pool.
       client.release(true)
       throw error
+    } finally {
+      client.off('error', ignore)
     }
   }
 
