@@ -16,10 +16,11 @@ import { metacontrollerManifest } from './manifests.js'
 const usage = 'usage: npm run render -- <custom-resource.yaml> [--observed <children.yaml>]'
 
 async function readObjects (path: string): Promise<KubernetesObject[]> {
-  const documents = parseAllDocuments(await readFile(path, 'utf8'))
+  const text = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => fail(`cannot read ${path}: ${error.code ?? error.message}`))
+  const documents = parseAllDocuments(text)
   const objects: KubernetesObject[] = []
   for (const document of Array.isArray(documents) ? documents : [documents]) {
-    if (document.errors.length > 0) throw new Error(`${path}: ${document.errors[0]?.message}`)
+    if (document.errors.length > 0) fail(`${path} is not valid YAML: ${document.errors[0]?.message}`)
     const value = document.toJS() as (KubernetesObject & { items?: KubernetesObject[] }) | null
     if (value === null) continue
     objects.push(...(value.kind === 'List' && Array.isArray(value.items) ? value.items : [value]))
