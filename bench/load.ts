@@ -1,0 +1,122 @@
+import { readFileSync, writeFileSync } from 'node:fs'
+import { performance } from 'node:perf_hooks'
+import autocannon, { type Request } from 'autocannon'
+import type pg from 'pg'
+
+/** Drives load at a fixed concurrency for a fixed time, and measures what each run and the server did. */
+
+export interface Measurement {
+  requests: number
+  seconds: number
+  requestsPerSecond: number
+  p50Ms: number
+  p99Ms: number
+  maxMs: number
+  non2xx: number
+  /** Socket errors, timeouts, and answers that failed the body check. */
+  errors: number
+}
+
+function percentile (sorted: Float64Array, fraction: number): number {
+  if (sorted.length === 0) return Number.NaN
+  return sorted[Math.min(sorted.length - 1, Math.ceil(fraction * sorted.length) - 1)] ?? Number.NaN
+}
+
+/** What one stretch of load recorded; the stretches of a case add up to its measurement. */
+export interface Sample {
+  latenciesMs: number[]
+  seconds: number
+  non2xx: number
+  errors: number
+}
+
+export function measurement (samples: readonly Sample[]): Measurement {
+  const sorted = Float64Array.from(samples.flatMap((sample) => sample.latenciesMs)).sort()
+  const seconds = samples.reduce((sum, sample) => sum + sample.seconds, 0)
+  return {
+    requests: sorted.length,
+    seconds,
+    requestsPerSecond: sorted.length / seconds,
+    p50Ms: percentile(sorted, 0.5),
+    p99Ms: percentile(sorted, 0.99),
+    maxMs: sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1] ?? Number.NaN,
+    non2xx: samples.reduce((sum, sample) => sum + sample.non2xx, 0),
+    errors: samples.reduce((sum, sample) => sum + sample.errors, 0)
+  }
+}
+
+export interface HttpLoad {
+  url: string
+  path: string
+  /** A fixed body, or a new one for every request. */
+  body: string | (() => string)
+  /** A 2xx answer that fails this check counts as an error (a PostgresWriter hook answers 200 with Ready=False). */
+  verifyBody?: (body: string) => boolean
+}
+
+/** Runs autocannon; latencies come from its per-response event, which has sub-millisecond resolution. */
+export async function httpLoad (load: HttpLoad, connections: number, seconds: number): Promise<Sample> {
+  const { body } = load
+  const request: Request = typeof body === 'string'
+    ? { method: 'POST', path: load.path, body }
+    : { method: 'POST', path: load.path, setupRequest: (next) => ({ ...next, body: body() }) }
+  const latencies: number[] = []
+  const instance = autocannon({
+    url: load.url,
+    connections,
+    duration: seconds,
+    // Above any latency of a run, so that a slow multi-megabyte sync counts as slow, not as failed.
+    timeout: 600,
+    // autocannon notices the end of a run at its next sample: every 100 ms instead of every second.
+    sampleInt: 100,
+    headers: { 'content-type': 'application/json' },
+    requests: [request],
+    ...(load.verifyBody === undefined ? {} : { verifyBody: load.verifyBody })
+  })
+  instance.on('response', (_client, _statusCode, _bytes, milliseconds) => { latencies.push(milliseconds) })
+  const result = await instance
+  return { latenciesMs: latencies, seconds: result.duration, non2xx: result.non2xx, errors: result.errors + result.mismatches }
+}
+
+/** `connections` workers, each running `query` on the pool back to back: the database's own limit. */
+export async function poolLoad (pool: pg.Pool, query: () => [string, unknown[]], connections: number, seconds: number): Promise<Sample> {
+  const latencies: number[] = []
+  let errors = 0
+  const start = performance.now()
+  const end = start + seconds * 1000
+  const worker = async (): Promise<void> => {
+    while (performance.now() < end) {
+      const [text, values] = query()
+      const sent = performance.now()
+      try {
+        await pool.query(text, values)
+        latencies.push(performance.now() - sent)
+      } catch {
+        errors++
+      }
+    }
+  }
+  await Promise.all(Array.from({ length: connections }, worker))
+  return { latenciesMs: latencies, seconds: (performance.now() - start) / 1000, non2xx: 0, errors }
+}
+
+/** CPU time a process has used, user and system, all threads (/proc/<pid>/stat counts in 1/100 s on Linux). */
+export function cpuMs (pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
+}
+
+/**
+ * The peak resident set of a process since the last reset (Linux only): writing 5 to clear_refs resets VmHWM,
+ * the high-water mark in /proc/<pid>/status.
+ */
+export const peakRss = {
+  reset (pid: number): void {
+    writeFileSync(`/proc/${pid}/clear_refs`, '5')
+  },
+  readMiB (pid: number): number {
+    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    if (match === null) throw new Error(`no VmHWM in /proc/${pid}/status`)
+    return Number(match[1]) / 1024
+  }
+}

@@ -1,0 +1,32 @@
+import Fastify from 'fastify'
+import { app, serverOptions } from '../dist/app.js'
+import { loadConfig } from '../dist/config.js'
+import { controllers } from '../dist/controllers.js'
+import { connectionFromEnvironment } from '../dist/database/connection.js'
+import { createPool } from '../dist/database/pool.js'
+
+/**
+ * The production server (dist/, as dist/server.js runs it) plus the benchmark's baseline route, which exists only
+ * here. Started by bench/run.ts with DATABASE_URL, PORT and HOST set; plain JavaScript so that no TypeScript loader
+ * sits in the measured process.
+ */
+
+const config = loadConfig()
+const connection = connectionFromEnvironment()
+if (connection === undefined) throw new Error('bench/server.js needs DATABASE_URL')
+
+const fastify = Fastify(serverOptions(config))
+const pool = createPool(connection, config.database, fastify.log)
+await fastify.register(app, { config, controllers, pool, databaseDescription: connection.description, lifecycle: { draining: false } })
+
+// The limit of HTTP + JSON: fastify parses the same body as a hook's, and the answer is fixed and small.
+fastify.post('/bench/parse-only', async () => ({ ok: true }))
+
+process.once('SIGTERM', async () => {
+  await fastify.close()
+  await pool.end()
+  // An explicit exit, so that `node --cpu-prof` writes its profile.
+  process.exit(0)
+})
+
+await fastify.listen({ port: config.port, host: config.host })
