@@ -16,8 +16,8 @@ export const postgresWriter: DecoratorController = {
     return {
       sync: async (request, { now }) => {
         const plan = planSync(request, policy)
-        const result = plan.kind === 'write' ? await rows.write(plan.row, plan.table, plan.placed) : { kind: 'done' as const }
-        return syncResponse(request, plan, result, policy, now)
+        const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await rows.write(plan.row, plan.table, plan.placed) }
+        return syncResponse(request, outcome, policy, now)
       },
       finalize: async (request, { now }) => finalizeResponse(request, await rows.delete(rowId(request)), policy, now)
     }

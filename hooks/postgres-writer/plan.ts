@@ -90,21 +90,26 @@ function qualified (schema: string, table: string): string {
   return `${schema}.${table}`
 }
 
-export function syncResponse (request: DecoratorRequest, plan: SyncPlan, result: WriteResult, policy: PostgresPolicy, now: string): DecoratorResponse {
+/** How a sync ended: refused before any SQL, or what the database did with the planned write. */
+export type SyncOutcome =
+  | Extract<SyncPlan, { kind: 'refuse' }>
+  | { kind: 'write', plan: Extract<SyncPlan, { kind: 'write' }>, result: WriteResult }
+
+export function syncResponse (request: DecoratorRequest, outcome: SyncOutcome, policy: PostgresPolicy, now: string): DecoratorResponse {
   const observed = statusOf(request)
   const generation = request.object.metadata.generation
   const conditions = observedConditions(observed)
   let table = typeof observed.table === 'string' ? observed.table : undefined
   let ready
   let resyncAfterSeconds: number | undefined
-  if (plan.kind === 'refuse') {
-    ready = readyCondition(false, plan.refusal.reason, plan.refusal.message, conditions, generation, now)
-  } else if (result.kind === 'failed') {
-    ready = readyCondition(false, result.reason, result.message, conditions, generation, now)
-    resyncAfterSeconds = result.retryAfterSeconds
+  if (outcome.kind === 'refuse') {
+    ready = readyCondition(false, outcome.refusal.reason, outcome.refusal.message, conditions, generation, now)
+  } else if (outcome.result.kind === 'failed') {
+    ready = readyCondition(false, outcome.result.reason, outcome.result.message, conditions, generation, now)
+    resyncAfterSeconds = outcome.result.retryAfterSeconds
   } else {
-    table = plan.table
-    ready = readyCondition(true, 'RowWritten', `row ${JSON.stringify(plan.row.id)} in ${qualified(policy.schema, plan.table)} matches the spec`, conditions, generation, now)
+    table = outcome.plan.table
+    ready = readyCondition(true, 'RowWritten', `row ${JSON.stringify(outcome.plan.row.id)} in ${qualified(policy.schema, table)} matches the spec`, conditions, generation, now)
   }
   const status: PostgresWriterStatus = {
     ...(table === undefined ? {} : { table }),
