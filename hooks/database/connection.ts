@@ -57,7 +57,7 @@ export function connectionFromEnvironment (env: Environment = process.env): Conn
 }
 
 /** A connection URL with its password masked. */
-export function describeUrl (url: URL): string {
+function describeUrl (url: URL): string {
   const masked = new URL(url.href)
   if (masked.password !== '') masked.password = '***'
   return masked.href

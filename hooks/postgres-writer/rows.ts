@@ -110,12 +110,7 @@ export class RowStore {
     const result = await this.pool.query<{ table_name: string }>(
       `WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended($1, 0))),
        others AS (SELECT table_name FROM (${rowTablesQuery('$5')}) row_tables WHERE table_name <> $6),
-       written AS (
-         INSERT INTO ${this.table(table)} AS t (id, name, age, country)
-         SELECT $1, $2, $3, $4 FROM locked WHERE NOT EXISTS (SELECT 1 FROM others)
-         ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
-         WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
-       )
+       written AS (${this.upsertStatement(table, 'SELECT $1, $2, $3, $4 FROM locked WHERE NOT EXISTS (SELECT 1 FROM others)')})
        SELECT table_name FROM others`,
       [row.id, row.name, row.age, row.country, this.policy.schema, table]
     )
@@ -123,12 +118,14 @@ export class RowStore {
   }
 
   private async upsert (client: pg.PoolClient, row: Row, table: string): Promise<void> {
-    await client.query(
-      `INSERT INTO ${this.table(table)} AS t (id, name, age, country) VALUES ($1, $2, $3, $4)
+    await client.query(this.upsertStatement(table, 'VALUES ($1, $2, $3, $4)'), [row.id, row.name, row.age, row.country])
+  }
+
+  /** Inserts the row `source` yields ($1..$4: id, name, age, country), updating an existing one only where it differs. */
+  private upsertStatement (table: string, source: string): string {
+    return `INSERT INTO ${this.table(table)} AS t (id, name, age, country) ${source}
        ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
-       WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)`,
-      [row.id, row.name, row.age, row.country]
-    )
+       WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)`
   }
 
   private async deleteFrom (client: pg.PoolClient, id: string, tables: string[]): Promise<void> {
