@@ -3,9 +3,9 @@ import { test, type TestContext } from 'node:test'
 import { bookStore } from '../../hooks/bookstore/index.js'
 import { kubernetesTime } from '../../hooks/wire/conditions.js'
 import { build, NOW } from '../helpers/app.js'
+import { appliedChildren, withSortedKeys } from '../helpers/api-server/apply.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
-import { appliedChildren } from './applied.js'
 
 const CASES = ['first-sync', 'steady-state', 'scale-up', 'scale-down', 'spec-change', 'db-size-raised', 'db-size-lowered', 'deletion-in-progress']
 const NS = 'default'
@@ -41,23 +41,15 @@ function condition (response: Json, type: string): Json | undefined {
   return response.status.conditions.find((c: Json) => c.type === type)
 }
 
-function observedReady (request: Json, group: string, name: string): number {
-  return request.children[group]?.[`${NS}/${name}`]?.status?.readyReplicas ?? 0
-}
-
 /**
  * The request Metacontroller sends after applying `response`: children as the cluster holds them (with the ready
- * counts the request saw), status as written.
+ * counts the request saw), keys sorted as Metacontroller sends them, status as written.
  */
 function nextRequest (request: Json, response: Json, defaultStorageClass?: string): Json {
-  const children = appliedChildren(request.parent, response.children, request.children, {
-    readyApp: observedReady(request, 'Deployment.apps/v1', `${N}-bookstore`),
-    readyDb: observedReady(request, 'StatefulSet.apps/v1', `${N}-mongodb`),
-    time: '2026-11-22T12:00:01Z',
-    resourceVersion: 9000,
-    ...(defaultStorageClass === undefined ? {} : { defaultStorageClass })
-  })
-  return { ...request, parent: { ...request.parent, status: response.status }, children }
+  const state = { time: '2026-11-22T12:00:01Z', resourceVersion: 9000, ...(defaultStorageClass === undefined ? {} : { defaultStorageClass }) }
+  const observedReady = (child: Json): number => request.children[`${child.kind}.${child.apiVersion}`]?.[`${NS}/${child.metadata.name}`]?.status?.readyReplicas ?? 0
+  const children = appliedChildren(request.parent, response.children, request.children, state, (child) => ({ readyReplicas: observedReady(child) }))
+  return { ...request, parent: { ...request.parent, status: response.status }, children: withSortedKeys(children) }
 }
 
 function withSpec (request: Json, change: (spec: Json) => void): Json {
