@@ -3,6 +3,8 @@ import { fixture } from '../helpers/fixtures.js'
 import type { ServerProcess } from '../helpers/server-process.js'
 import { callHook, outcomeOf, type Answer, type Hook } from './hook-calls.js'
 
+/** PostgresWriter objects as Metacontroller sees them, and the replay of their latest state. */
+
 export interface WriterSpec {
   table: string
   name: string

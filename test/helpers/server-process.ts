@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { closeSync, openSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -51,11 +51,11 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
   const output = options.output ?? 'memory'
   const logFile = typeof output === 'object' ? resolve(root, output.file) : undefined
   const fd = logFile === undefined ? undefined : openSync(logFile, 'a')
-  const stdio = fd !== undefined ? ['ignore', fd, fd] as const : output === 'discard' ? ['ignore', 'ignore', 'inherit'] as const : ['ignore', 'pipe', 'pipe'] as const
+  const stdio: StdioOptions = fd !== undefined ? ['ignore', fd, fd] : output === 'discard' ? ['ignore', 'ignore', 'inherit'] : ['ignore', 'pipe', 'pipe']
   const child = spawn(process.execPath, [...options.nodeArgs ?? [], ...entry.endsWith('.ts') ? ['--import', 'tsx'] : [], entry], {
     cwd: root,
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), HOOKS_SHUTDOWN_DELAY: '0', ...options.env },
-    stdio: [...stdio]
+    stdio
   })
   if (fd !== undefined) closeSync(fd)
   if (child.pid === undefined) throw new Error(`${entry} did not start`)
