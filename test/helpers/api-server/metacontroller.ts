@@ -1,4 +1,3 @@
-import type { Controller } from '../../../hooks/controller.js'
 import type { KubernetesObject } from '../../../hooks/wire/schemas.js'
 import { metacontrollerManifest } from '../../../scripts/manifests.js'
 import { uidFor } from './encoding.js'
@@ -18,7 +17,7 @@ export function ownerReferenceTo (parent: KubernetesObject): Record<string, unkn
 }
 
 /** The CompositeController or DecoratorController of `controller` as the API server holds it. */
-export function controllerObject (controller: Controller): Record<string, unknown> {
+export function controllerObject (controller: Parameters<typeof metacontrollerManifest>[0]): Record<string, unknown> {
   const manifest = metacontrollerManifest(controller) as { kind: string, metadata: { name: string } }
   return {
     ...manifest,
