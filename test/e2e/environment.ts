@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../hooks/database/embedded.js'
 import { startCluster, type Cluster } from './rig/cluster.js'
+import { metacontrollerSupportsHookV2 } from './rig/metacontroller.js'
 
 /**
  * What the end-to-end suite runs: the rig's cluster (etcd, kube-apiserver, kube-controller-manager, Metacontroller)
@@ -49,6 +50,8 @@ export interface HookServer {
 
 export interface Environment {
   cluster: Cluster
+  /** The hooks' `version`: v2 when the rig's Metacontroller supports it, else v1 (test/e2e/overlay-hooks-v1). */
+  hookVersion: 'v1' | 'v2'
   postgres: SuitePostgres
   hookServer: HookServer
   /** Milliseconds each part took to start. */
@@ -85,10 +88,11 @@ export async function startEnvironment (): Promise<Environment> {
     timings['hook server'] = Date.now() - t0
 
     t0 = Date.now()
-    await cluster.kubectl(['apply', '-k', join(root, 'test', 'e2e', 'overlay')])
+    const hookVersion = cluster.metacontroller !== undefined && metacontrollerSupportsHookV2(cluster.metacontroller.crds) ? 'v2' : 'v1'
+    await cluster.kubectl(['apply', '-k', join(root, 'test', 'e2e', hookVersion === 'v2' ? 'overlay' : 'overlay-hooks-v1')])
     timings['overlay applied'] = Date.now() - t0
 
-    return { cluster, postgres, hookServer, timings, stop }
+    return { cluster, hookVersion, postgres, hookServer, timings, stop }
   } catch (error) {
     await stop()
     throw error
