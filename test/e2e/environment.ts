@@ -7,6 +7,7 @@ import { join } from 'node:path'
 import { startPostgres, type PostgresProcess } from '../helpers/postgres-process.js'
 import { spawnServer } from '../helpers/server-process.js'
 import { startCluster, type Cluster } from './rig/cluster.js'
+import { metacontrollerSupportsHookV2 } from './rig/metacontroller.js'
 
 /**
  * What the end-to-end suite runs: the rig's cluster (etcd, kube-apiserver, kube-controller-manager, Metacontroller)
@@ -38,6 +39,8 @@ export interface HookServer {
 
 export interface Environment {
   cluster: Cluster
+  /** The hooks' `version`: v2 when the rig's Metacontroller supports it, else v1 (test/e2e/overlay-hooks-v1). */
+  hookVersion: 'v1' | 'v2'
   postgres: PostgresProcess
   hookServer: HookServer
   /** Milliseconds each part took to start. */
@@ -75,10 +78,11 @@ export async function startEnvironment (): Promise<Environment> {
     timings['hook server'] = Date.now() - t0
 
     t0 = Date.now()
-    await cluster.kubectl(['apply', '-k', join(root, 'test', 'e2e', 'overlay')])
+    const hookVersion = cluster.metacontroller !== undefined && metacontrollerSupportsHookV2(cluster.metacontroller.crds) ? 'v2' : 'v1'
+    await cluster.kubectl(['apply', '-k', join(root, 'test', 'e2e', hookVersion === 'v2' ? 'overlay' : 'overlay-hooks-v1')])
     timings['overlay applied'] = Date.now() - t0
 
-    return { cluster, postgres, hookServer, timings, stop }
+    return { cluster, hookVersion, postgres, hookServer, timings, stop }
   } catch (error) {
     await stop()
     throw error
