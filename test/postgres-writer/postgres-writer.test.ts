@@ -37,7 +37,7 @@ test('first sync creates the table and the row, and answers Ready=True', async (
   })
   assert.deepEqual((await rows(app, 'students')).map(({ xmin, ...row }) => row), [{ id: 'default/sample-student', name: 'alex', age: 23, country: 'canada' }])
   const columns = await (app.pool as pg.Pool).query(
-    `SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'students' ORDER BY ordinal_position`, [app.schema])
+    'SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_schema = $1 AND table_name = \'students\' ORDER BY ordinal_position', [app.schema])
   assert.deepEqual(columns.rows, [
     { column_name: 'id', data_type: 'text', is_nullable: 'NO' },
     { column_name: 'name', data_type: 'text', is_nullable: 'NO' },
