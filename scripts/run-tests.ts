@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startEmbeddedPostgres } from '../hooks/database/embedded.js'
+import { startPostgres } from '../test/helpers/postgres-process.js'
 
 /**
  * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e and
@@ -27,14 +25,10 @@ const files = args.length > 0
 let databaseUrl = process.env.DATABASE_URL
 let stopDatabase = async (): Promise<void> => {}
 if (databaseUrl === undefined || databaseUrl === '') {
-  const dataDir = await mkdtemp(join(tmpdir(), 'hooks-test-pg-'))
-  const postgres = await startEmbeddedPostgres({ dataDir, persistent: false })
+  const postgres = await startPostgres()
   process.stdout.write(`tests use an embedded PostgreSQL at ${postgres.description}\n`)
   databaseUrl = postgres.connectionString
-  stopDatabase = async () => {
-    await postgres.stop()
-    await rm(dataDir, { recursive: true, force: true })
-  }
+  stopDatabase = postgres.remove
 }
 
 const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {

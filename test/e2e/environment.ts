@@ -1,12 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
-import pg from 'pg'
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../hooks/database/embedded.js'
+import { startPostgres, type PostgresProcess } from '../helpers/postgres-process.js'
+import { spawnServer } from '../helpers/server-process.js'
 import { startCluster, type Cluster } from './rig/cluster.js'
 import { metacontrollerSupportsHookV2 } from './rig/metacontroller.js'
 
@@ -31,16 +30,6 @@ export const RESYNC_PERIOD_SECONDS = 5
  */
 const VOLUME_CONTROLLERS = ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller']
 
-export interface SuitePostgres {
-  connectionString: string
-  /** Stops PostgreSQL (a fast shutdown: connections are closed); its data stays. */
-  stop: () => Promise<void>
-  /** Starts it again on the same data and port. */
-  start: () => Promise<void>
-  /** Runs one query on a connection of its own. */
-  query: <Row extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<Row[]>
-}
-
 export interface HookServer {
   logFile: string
   /** Every JSON log line written so far. */
@@ -52,7 +41,7 @@ export interface Environment {
   cluster: Cluster
   /** The hooks' `version`: v2 when the rig's Metacontroller supports it, else v1 (test/e2e/overlay-hooks-v1). */
   hookVersion: 'v1' | 'v2'
-  postgres: SuitePostgres
+  postgres: PostgresProcess
   hookServer: HookServer
   /** Milliseconds each part took to start. */
   timings: Record<string, number>
@@ -69,7 +58,8 @@ export async function startEnvironment (): Promise<Environment> {
     await assertPortFree(HOOK_SERVER_PORT)
 
     let t0 = Date.now()
-    const postgres = await startSuitePostgres(cleanups)
+    const postgres = await startPostgres()
+    cleanups.push(postgres.remove)
     timings.postgres = Date.now() - t0
 
     t0 = Date.now()
@@ -109,33 +99,6 @@ async function assertPortFree (port: number): Promise<void> {
   })
 }
 
-async function startSuitePostgres (cleanups: Array<() => Promise<void>>): Promise<SuitePostgres> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'e2e-pg-'))
-  cleanups.push(async () => { await rm(dataDir, { recursive: true, force: true }) })
-  let running: EmbeddedPostgres | undefined = await startEmbeddedPostgres({ dataDir, persistent: true })
-  const { port, connectionString } = running
-  cleanups.push(async () => { await running?.stop() })
-  return {
-    connectionString,
-    stop: async () => {
-      await running?.stop()
-      running = undefined
-    },
-    start: async () => {
-      running ??= await startEmbeddedPostgres({ dataDir, port, persistent: true })
-    },
-    query: async <Row extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
-      const client = new pg.Client({ connectionString })
-      await client.connect()
-      try {
-        return (await client.query<Row>(text, values)).rows
-      } finally {
-        await client.end()
-      }
-    }
-  }
-}
-
 /** The product's CRDs, rendered with the rig's kubectl so that they exist before kube-controller-manager starts. */
 async function renderCrds (cleanups: Array<() => Promise<void>>): Promise<string> {
   const kubectl = join(process.env.E2E_BIN_DIR ?? join(root, '.cache', 'e2e-bin'), 'kubectl')
@@ -160,47 +123,18 @@ async function output (file: string, args: string[]): Promise<string> {
 
 async function startHookServer (databaseUrl: string, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
   const logFile = join(logsDir, 'hook-server.log')
-  const fd = openSync(logFile, 'a')
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'hooks/server.ts'], {
-    cwd: root,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(HOOK_SERVER_PORT), DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', HOOKS_SHUTDOWN_DELAY: '0' },
-    stdio: ['ignore', fd, fd]
-  })
-  closeSync(fd)
-  const exited = new Promise<void>((resolve) => child.once('exit', () => { resolve() }))
-  const running = (): boolean => child.exitCode === null && child.signalCode === null
-  const killNow = (): void => { if (running()) child.kill('SIGKILL') }
-  process.once('exit', killNow)
-  cleanups.push(async () => {
-    process.removeListener('exit', killNow)
-    if (!running()) return
-    child.kill('SIGTERM')
-    const timer = setTimeout(killNow, 10_000)
-    await exited
-    clearTimeout(timer)
-  })
-
-  const url = `http://127.0.0.1:${HOOK_SERVER_PORT}`
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    if (!running()) throw new Error(`the hook server exited at start-up; ${logFile}:\n${readFileSync(logFile, 'utf8')}`)
-    try {
-      if ((await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) })).ok) break
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`the hook server did not listen within 60 s; ${logFile}:\n${readFileSync(logFile, 'utf8')}`)
-    await sleep(200)
-  }
+  const server = spawnServer({ port: HOOK_SERVER_PORT, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, output: { file: logFile } })
+  cleanups.push(async () => { await server.stop() })
+  await server.listening(60_000)
   return {
     logFile,
-    logLines: () => readFileSync(logFile, 'utf8').split('\n').flatMap((line) => {
+    logLines: () => server.output().split('\n').flatMap((line) => {
       try {
         return line.startsWith('{') ? [JSON.parse(line) as Record<string, unknown>] : []
       } catch {
         return [] // a line being written right now
       }
     }),
-    running
+    running: server.running
   }
 }

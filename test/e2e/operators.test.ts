@@ -158,7 +158,7 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
       })
 
       await s.step('PostgreSQL back: the row is deleted, then the object is gone', async () => {
-        await postgres.start()
+        await postgres.restart()
         await s.eventually('the PostgresWriter to be gone', async () => { assert.equal(await s.find('postgreswriters', name), undefined) })
         const deletions = await postgres.query('SELECT row_id, deleted_at >= pg_postmaster_start_time() AS after_restart FROM e2e_audit.deletions WHERE row_id = $1', [id])
         assert.deepEqual(deletions, [{ row_id: id, after_restart: true }], 'the row was deleted exactly once, after PostgreSQL came back')

@@ -11,7 +11,7 @@ import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../.
 import { build, type TestApp } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
-import { appliedPod, podSetParent, podSetRequest, syncRequest } from '../fixtures/podset/observed-pods.js'
+import { appliedPod, podSetParent, podSetRequest, syncRequest } from './requests.js'
 
 const CASES = [
   'first-sync', 'steady-state', 'scale-up', 'scale-down', 'image-changed',
