@@ -24,7 +24,13 @@ export function structural (schema: TSchema | JsonSchema): JsonSchema {
   const result: JsonSchema = {}
   for (const [key, value] of Object.entries(source)) {
     if (key === '$id' || key === 'const') continue
-    if (key === 'properties') {
+    if (key === 'required') {
+      // A field with a default is always present once the API server has applied it, so the schemas declare it
+      // required (their static types are the spec the hooks see); the user need not write it.
+      const properties = source.properties as Record<string, JsonSchema>
+      const required = (value as string[]).filter((name) => !('default' in (properties[name] ?? {})))
+      if (required.length > 0) result.required = required
+    } else if (key === 'properties') {
       result.properties = Object.fromEntries(Object.entries(value as Record<string, JsonSchema>).map(([name, property]) => [name, structural(property)]))
     } else if (key === 'patternProperties') {
       result.additionalProperties = structural(Object.values(value as Record<string, JsonSchema>)[0] ?? {})

@@ -9,8 +9,7 @@ import { canonicalBytes, MAX_BYTES, parseQuantity, wholeBytes } from './quantity
 import { BookStoreSpecSchema, bookStoreResource, MAX_NAME_LENGTH, type BookStoreSpec } from './resource.js'
 import { bookStoreStatus } from './status.js'
 
-const parseDefaultedSpec = specParser(BookStoreSpecSchema, bookStoreResource.kind)
-const parseSpec = (spec: unknown): BookStoreSpec => parseDefaultedSpec(spec) as BookStoreSpec
+const parseSpec = specParser(BookStoreSpecSchema, bookStoreResource.kind)
 
 const NAME_PATTERN = /^[a-z]([-a-z0-9]*[a-z0-9])?$/
 

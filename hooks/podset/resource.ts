@@ -9,29 +9,28 @@ export const DEFAULT_COMMAND = ['sleep', '3600']
 export const MAX_REPLICAS = 10000
 
 export const PodSetSpecSchema = Type.Object({
-  replicas: Type.Optional(Type.Integer({
+  replicas: Type.Integer({
     format: 'int32',
     minimum: 0,
     maximum: MAX_REPLICAS,
     default: DEFAULT_REPLICAS,
     description: 'Number of pods, named <name>-pod-0 .. <name>-pod-<replicas-1>; a scale-down removes the highest ordinals.'
-  })),
-  image: Type.Optional(Type.String({
+  }),
+  image: Type.String({
     pattern: '^\\S+$',
     default: DEFAULT_IMAGE,
     description: 'Image of the pods\' only container.'
-  })),
-  command: Type.Optional(Type.Array(Type.String(), {
+  }),
+  command: Type.Array(Type.String(), {
     minItems: 1,
     default: DEFAULT_COMMAND,
     description: 'Command of the pods\' only container. Changing it (or the image) replaces the pods.'
-  }))
+  })
 }, {
   // The original sample's `spec:` holds only a comment, so it arrives as null: this default lets it apply unchanged.
   default: {}
 })
-/** The spec once its defaults are applied: every field is present. */
-export type PodSetSpec = Required<Static<typeof PodSetSpecSchema>>
+export type PodSetSpec = Static<typeof PodSetSpecSchema>
 
 export const PodSetStatusSchema = Type.Object({
   readyReplicas: Type.Optional(Type.Integer({ format: 'int32', minimum: 0, description: 'Pods of the spec that are running or pending and not being deleted.' })),

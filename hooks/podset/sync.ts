@@ -18,8 +18,7 @@ const COUNTED_PHASES: ReadonlySet<unknown> = new Set(['Running', 'Pending'])
 const MAX_LABEL_VALUE_LENGTH = 63
 const LISTED_MISSING_PODS = 5
 
-// specParser applies every default of the schema, so no field is missing afterwards.
-const parseSpec = specParser(PodSetSpecSchema, podSetResource.kind) as (spec: unknown) => PodSetSpec
+const parseSpec = specParser(PodSetSpecSchema, podSetResource.kind)
 
 export function podName (parentName: string, ordinal: number): string {
   return `${parentName}-pod-${ordinal}`

@@ -58,7 +58,7 @@ export function consumerLabels (parent: KubernetesObject): Record<string, string
  * The one child: a Deployment of consumers. Only fields the API server keeps as given; imagePullPolicy, strategy
  * and the other defaulted fields are left to the server.
  */
-export function consumerDeployment (parent: KubernetesObject, spec: Required<PulsarConsumerSpec>): ConsumerDeployment {
+export function consumerDeployment (parent: KubernetesObject, spec: PulsarConsumerSpec): ConsumerDeployment {
   const name = String(parent.metadata.name)
   const labels = consumerLabels(parent)
   const { namespace } = parent.metadata

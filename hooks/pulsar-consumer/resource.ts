@@ -3,7 +3,7 @@ import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
 import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const PULSAR_SERVICE_URL_PATTERN = '^pulsar(\\+ssl)?://\\S+$'
-export const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'
+const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'
 
 const int32 = { minimum: 0, maximum: 2147483647, format: 'int32' } as const
 
@@ -13,7 +13,7 @@ export const PulsarConsumerSpecSchema = Type.Object({
   topic: Type.String({ minLength: 1, description: 'Topic to consume.' }),
   subscriptionName: Type.String({ minLength: 1, description: 'Subscription the consumers share.' }),
   replicas: Type.Integer({ ...int32, description: 'Number of consumer pods.' }),
-  image: Type.Optional(Type.String({ minLength: 1, default: DEFAULT_CONSUMER_IMAGE, description: 'Consumer container image.' }))
+  image: Type.String({ minLength: 1, default: DEFAULT_CONSUMER_IMAGE, description: 'Consumer container image.' })
 })
 export type PulsarConsumerSpec = Static<typeof PulsarConsumerSpecSchema>
 

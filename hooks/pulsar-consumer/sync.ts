@@ -4,7 +4,7 @@ import { observedConditions, readyCondition } from '../wire/conditions.js'
 import { observedByName } from '../wire/objects.js'
 import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../wire/schemas.js'
 import { consumerDeployment, type ConsumerDeployment } from './consumer-deployment.js'
-import { DEFAULT_CONSUMER_IMAGE, PulsarConsumerSpecSchema, pulsarConsumerResource, type PulsarConsumerSpec, type PulsarConsumerStatus } from './resource.js'
+import { PulsarConsumerSpecSchema, pulsarConsumerResource, type PulsarConsumerStatus } from './resource.js'
 
 /** The pure core of PulsarConsumer: the desired Deployment for a parent, and the status from the observed one. */
 
@@ -75,7 +75,7 @@ export function syncPulsarConsumer (request: CompositeRequest, now: string): Com
   if (typeof parent.metadata.name !== 'string' || parent.metadata.name === '') {
     throw new HookError(400, 'parent.metadata.name is missing: the Deployment is named after the PulsarConsumer')
   }
-  const spec: Required<PulsarConsumerSpec> = { image: DEFAULT_CONSUMER_IMAGE, ...parseSpec(parent.spec) }
+  const spec = parseSpec(parent.spec)
   const deployment = consumerDeployment(parent, spec)
   const observed = observedByName(request.children, deployment.kind, deployment.apiVersion).get(deployment.metadata.name)
   const generation = parent.metadata.generation
