@@ -1,4 +1,4 @@
-import type { TObject } from '@sinclair/typebox'
+import type { CustomResource } from './custom-resource.js'
 import type { FastifyBaseLogger } from 'fastify'
 import type pg from 'pg'
 import type { PostgresPolicy } from './config.js'
@@ -16,29 +16,6 @@ export interface Dependencies {
   policy: PostgresPolicy
   /** Where the pool points, without the password: for messages. */
   databaseDescription: string
-}
-
-export interface PrinterColumn {
-  name: string
-  type: 'string' | 'integer' | 'date' | 'boolean' | 'number'
-  jsonPath: string
-}
-
-/** Printer columns for the `Ready` condition's status and the object's age. */
-export const READY_COLUMN: PrinterColumn = { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' }
-export const AGE_COLUMN: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
-
-/** The parent custom resource: its CRD is generated from this (`npm run manifests`). */
-export interface CustomResource {
-  group: string
-  version: string
-  kind: string
-  plural: string
-  singular: string
-  shortNames?: string[]
-  spec: TObject
-  status: TObject
-  printerColumns: PrinterColumn[]
 }
 
 export interface ChildResource {

@@ -1,6 +1,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import { stringify } from 'yaml'
-import type { Controller, CustomResource } from '../hooks/controller.js'
+import type { Controller } from '../hooks/controller.js'
+import type { CustomResource } from '../hooks/custom-resource.js'
 
 /**
  * Generated manifests: each controller's CRD (from the same TypeBox schemas that validate the hooks) and its
@@ -60,7 +61,7 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
       scope: 'Namespaced',
       names: {
         kind: resource.kind,
-        listKind: `${resource.kind}List`,
+        listKind: resource.listKind,
         plural: resource.plural,
         singular: resource.singular,
         ...(resource.shortNames === undefined ? {} : { shortNames: resource.shortNames })
@@ -94,7 +95,7 @@ export function metacontrollerManifest (controller: Controller): JsonSchema {
   const { resource } = controller
   const hooks = { sync: webhook(controller, 'sync'), ...(controller.hasFinalize ? { finalize: webhook(controller, 'finalize') } : {}) }
   const resync = controller.resyncPeriodSeconds === undefined ? {} : { resyncPeriodSeconds: controller.resyncPeriodSeconds }
-  const parent = { apiVersion: `${resource.group}/${resource.version}`, resource: resource.plural }
+  const parent = { apiVersion: resource.apiVersion, resource: resource.plural }
   if (controller.type === 'decorator') {
     return {
       apiVersion: 'metacontroller.k8s.io/v1alpha1',

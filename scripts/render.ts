@@ -41,9 +41,9 @@ if (resourcePath === undefined || (observedAt !== -1 && observedPath === undefin
 
 const [parent] = await readObjects(resourcePath)
 if (parent === undefined) fail(`${resourcePath} holds no object`)
-const controller = controllers.find(({ resource }) => parent.apiVersion === `${resource.group}/${resource.version}` && parent.kind === resource.kind)
+const controller = controllers.find(({ resource }) => parent.apiVersion === resource.apiVersion && parent.kind === resource.kind)
 if (controller === undefined) {
-  fail(`${parent.apiVersion} ${parent.kind} is not served here; render knows ${controllers.map((c) => `${c.resource.group}/${c.resource.version} ${c.resource.kind}`).join(', ')}`)
+  fail(`${parent.apiVersion} ${parent.kind} is not served here; render knows ${controllers.map((c) => `${c.resource.apiVersion} ${c.resource.kind}`).join(', ')}`)
 }
 if (controller.type !== 'composite') {
   fail(`${parent.kind} writes to PostgreSQL, so it has no offline answer: run \`npm start\` and curl /${controller.name}/sync with a fixture (see README)`)

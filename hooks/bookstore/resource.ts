@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
+import { customResource } from '../custom-resource.js'
 import { CommonStatusProperties } from '../wire/schemas.js'
 
 /** The pattern Kubernetes itself publishes for resource quantities (as controller-gen writes it for a Quantity). */
@@ -79,20 +79,16 @@ export const BookStoreStatusSchema = Type.Object({
 })
 export type BookStoreStatus = Static<typeof BookStoreStatusSchema>
 
-export const bookStoreResource: CustomResource = {
+export const bookStoreResource = customResource({
   group: 'blog.velotio.com',
   version: 'v1alpha1',
   kind: 'BookStore',
-  plural: 'bookstores',
-  singular: 'bookstore',
   spec: BookStoreSpecSchema,
   status: BookStoreStatusSchema,
   printerColumns: [
     { name: 'Service', type: 'string', jsonPath: '.spec.bookApp.serviceType' },
     { name: 'App Ready', type: 'integer', jsonPath: '.status.app.readyReplicas' },
     { name: 'DB Ready', type: 'integer', jsonPath: '.status.db.readyReplicas' },
-    { name: 'Volume', type: 'string', jsonPath: '.status.db.volumeSize' },
-    READY_COLUMN,
-    AGE_COLUMN
+    { name: 'Volume', type: 'string', jsonPath: '.status.db.volumeSize' }
   ]
-}
+})

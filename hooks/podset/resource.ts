@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AGE_COLUMN, type CustomResource } from '../controller.js'
+import { customResource } from '../custom-resource.js'
 import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const DEFAULT_REPLICAS = 1
@@ -39,17 +39,14 @@ export const PodSetStatusSchema = Type.Object({
 })
 export type PodSetStatus = Static<typeof PodSetStatusSchema>
 
-export const podSetResource: CustomResource = {
+export const podSetResource = customResource({
   group: 'batch.tutorial.kubebuilder.io',
   version: 'v1',
   kind: 'PodSet',
-  plural: 'podsets',
-  singular: 'podset',
   spec: PodSetSpecSchema,
   status: PodSetStatusSchema,
   printerColumns: [
     { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas' },
-    { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
-    AGE_COLUMN
+    { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' }
   ]
-}
+})

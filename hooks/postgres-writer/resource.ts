@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
+import { customResource } from '../custom-resource.js'
 import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const TABLE_NAME_PATTERN = '^[a-z_][a-z0-9_]{0,62}$'
@@ -19,12 +19,10 @@ export const PostgresWriterStatusSchema = Type.Object({
 })
 export type PostgresWriterStatus = Static<typeof PostgresWriterStatusSchema>
 
-export const postgresWriterResource: CustomResource = {
+export const postgresWriterResource = customResource({
   group: 'demo.yash.com',
   version: 'v1',
   kind: 'PostgresWriter',
-  plural: 'postgreswriters',
-  singular: 'postgreswriter',
   shortNames: ['pgw'],
   spec: PostgresWriterSpecSchema,
   status: PostgresWriterStatusSchema,
@@ -32,8 +30,6 @@ export const postgresWriterResource: CustomResource = {
     { name: 'Table', type: 'string', jsonPath: '.spec.table' },
     { name: 'Name', type: 'string', jsonPath: '.spec.name' },
     { name: 'Age', type: 'integer', jsonPath: '.spec.age' },
-    { name: 'Country', type: 'string', jsonPath: '.spec.country' },
-    READY_COLUMN,
-    AGE_COLUMN
+    { name: 'Country', type: 'string', jsonPath: '.spec.country' }
   ]
-}
+})

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
+import { customResource } from '../custom-resource.js'
 import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const PULSAR_SERVICE_URL_PATTERN = '^pulsar(\\+ssl)?://\\S+$'
@@ -27,20 +27,16 @@ export const PulsarConsumerStatusSchema = Type.Object({
 })
 export type PulsarConsumerStatus = Static<typeof PulsarConsumerStatusSchema>
 
-export const pulsarConsumerResource: CustomResource = {
+export const pulsarConsumerResource = customResource({
   group: 'pulsar.pulsarconsumer.krvarma.com',
   version: 'v1',
   kind: 'PulsarConsumer',
-  plural: 'pulsarconsumers',
-  singular: 'pulsarconsumer',
   spec: PulsarConsumerSpecSchema,
   status: PulsarConsumerStatusSchema,
   printerColumns: [
     { name: 'Server', type: 'string', jsonPath: '.status.server' },
     { name: 'Topic', type: 'string', jsonPath: '.status.topic' },
     { name: 'Subscription', type: 'string', jsonPath: '.status.subscription' },
-    { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas' },
-    READY_COLUMN,
-    AGE_COLUMN
+    { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas' }
   ]
-}
+})
