@@ -1,6 +1,6 @@
 import type { TSchema } from '@sinclair/typebox'
 import { stringify } from 'yaml'
-import type { Controller } from '../hooks/controller.js'
+import { hookNames, type Controller, type HookName } from '../hooks/controller.js'
 import type { CustomResource } from '../hooks/custom-resource.js'
 
 /**
@@ -87,13 +87,13 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
   }
 }
 
-function webhook (controller: Controller, hook: 'sync' | 'finalize'): JsonSchema {
+function webhook (controller: Controller, hook: HookName): JsonSchema {
   return { version: 'v2', webhook: { service: HOOK_SERVICE, path: `/${controller.name}/${hook}`, timeout: WEBHOOK_TIMEOUT } }
 }
 
 export function metacontrollerManifest (controller: Controller): JsonSchema {
   const { resource } = controller
-  const hooks = { sync: webhook(controller, 'sync'), ...(controller.hasFinalize ? { finalize: webhook(controller, 'finalize') } : {}) }
+  const hooks = Object.fromEntries(hookNames(controller).map((hook) => [hook, webhook(controller, hook)]))
   const resync = controller.resyncPeriodSeconds === undefined ? {} : { resyncPeriodSeconds: controller.resyncPeriodSeconds }
   const parent = { apiVersion: resource.apiVersion, resource: resource.plural }
   if (controller.type === 'decorator') {

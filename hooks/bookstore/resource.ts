@@ -6,7 +6,7 @@ import { CommonStatusProperties } from '../wire/schemas.js'
 export const QUANTITY_PATTERN = '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'
 
 /** Every BookStore's StatefulSet is `<name>-mongodb`: its Pods' controller-revision-hash label must stay within 63 characters. */
-export const MAX_NAME_LENGTH = 44
+const MAX_NAME_LENGTH = 44
 
 /** Each database replica adds a claim to every answer; a MongoDB replica set has at most 50 members. */
 export const MAX_DB_REPLICAS = 50
@@ -83,6 +83,12 @@ export const bookStoreResource = customResource({
   group: 'blog.velotio.com',
   version: 'v1alpha1',
   kind: 'BookStore',
+  name: {
+    maxLength: MAX_NAME_LENGTH,
+    // Service names are DNS labels that start with a letter.
+    pattern: { regex: '^[a-z]([-a-z0-9]*[a-z0-9])?$', meaning: "start with a letter, hold only lowercase letters, digits and '-', and end with a letter or digit" },
+    why: 'its children are named after it (Service <name>-bookstore, StatefulSet <name>-mongodb, whose Pods carry <name>-mongodb-<hash> in a label of at most 63 characters)'
+  },
   spec: BookStoreSpecSchema,
   status: BookStoreStatusSchema,
   printerColumns: [

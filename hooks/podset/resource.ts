@@ -43,6 +43,7 @@ export const podSetResource = customResource({
   group: 'batch.tutorial.kubebuilder.io',
   version: 'v1',
   kind: 'PodSet',
+  name: { maxLength: 63, why: 'its pods carry it in their app label, a label value' },
   spec: PodSetSpecSchema,
   status: PodSetStatusSchema,
   printerColumns: [

@@ -206,7 +206,7 @@ test('a spec the hook cannot interpret gets 422 naming the field', async (t) => 
   const longName = 'a'.repeat(64)
   const { statusCode, json } = await sync(app, syncRequest(podSetParent({ name: longName, spec: { replicas: 1 } }), []))
   assert.equal(statusCode, 422)
-  assert.match(String(json.message), /is 64 characters long.*at most 63: recreate the PodSet under a shorter name/)
+  assert.match(String(json.message), /^PodSet name "a{64}" is 64 characters long, but at most 63 characters fit: its pods carry it in their app label/)
 })
 
 test('a PodSet with 2,000 observed pods answers every pod, in ordinal order', async (t) => {
