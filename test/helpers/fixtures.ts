@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = join(import.meta.dirname, '..', 'fixtures')
@@ -12,10 +12,14 @@ export function fixturePath (controller: string, name: string): string {
   return join(root, controller, `${name}.json`)
 }
 
-/** Every request fixture of a controller (the `<case>.json` files, not their `.expected.json` answers). */
+/** Every request fixture of a controller (the `<case>.json` files, not their `.expected.json` answers); at least one. */
 export function requestFixtures (controller: string): Array<Record<string, any>> {
-  return readdirSync(join(root, controller))
-    .filter((file) => file.endsWith('.json') && !file.endsWith('.expected.json'))
-    .sort()
-    .map((file) => fixture(controller, file.slice(0, -'.json'.length)))
+  const folder = join(root, controller)
+  const names = existsSync(folder)
+    ? readdirSync(folder).filter((file) => file.endsWith('.json') && !file.endsWith('.expected.json')).sort()
+    : []
+  if (names.length === 0) {
+    throw new Error(`test/fixtures/${controller}/ holds no request fixture: every controller needs at least one there (\`npm run new-controller\` writes a first one; see "Add a fifth controller" in the README)`)
+  }
+  return names.map((file) => fixture(controller, file.slice(0, -'.json'.length)))
 }
