@@ -1,27 +1,29 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../hooks/database/embedded.js'
+import { controllers } from '../../hooks/controllers.js'
+import { freePort, startEmbeddedPostgres, type EmbeddedPostgres } from '../../hooks/database/embedded.js'
+import { writeOverlay } from './overlay.js'
 import { startCluster, type Cluster } from './rig/cluster.js'
 
 /**
  * What the end-to-end suite runs: the rig's cluster (etcd, kube-apiserver, kube-controller-manager, Metacontroller)
- * with the product installed through test/e2e/overlay, a PostgreSQL of the suite's own that can be stopped and
- * started again on the same port, and the hook server as a local process on the port the overlay's webhooks name.
+ * with the product installed through an overlay generated from the controller registry (overlay.ts), a PostgreSQL
+ * of the suite's own that can be stopped and started again on the same port, and the hook server as a local
+ * process on a free port, which the overlay's webhooks name.
  */
 
 const root = join(import.meta.dirname, '..', '..')
 
-/** The port in test/e2e/overlay/kustomization.yaml's webhook URLs. */
-export const HOOK_SERVER_PORT = 39180
-
-/** Must match `resyncPeriodSeconds` in test/e2e/overlay/kustomization.yaml. */
+/** How often Metacontroller resyncs every parent in the suite. */
 export const RESYNC_PERIOD_SECONDS = 5
+
+/** The rig builds Metacontroller v1.5.20, which knows no hook `version` field (see OverlayOptions). */
+const STRIP_HOOK_VERSION = true
 
 /**
  * Added to the rig's controllers (namespace, garbage collector, service accounts) for the BookStore claims: binding
@@ -63,8 +65,6 @@ export async function startEnvironment (): Promise<Environment> {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((error) => { process.stderr.write(`[e2e] cleanup failed: ${String(error)}\n`) })
   }
   try {
-    await assertPortFree(HOOK_SERVER_PORT)
-
     let t0 = Date.now()
     const postgres = await startSuitePostgres(cleanups)
     timings.postgres = Date.now() - t0
@@ -81,11 +81,18 @@ export async function startEnvironment (): Promise<Environment> {
     Object.assign(timings, Object.fromEntries(Object.entries(cluster.timings).map(([part, ms]) => [`cluster: ${part}`, ms])))
 
     t0 = Date.now()
-    const hookServer = await startHookServer(postgres.connectionString, cluster.logsDir, cleanups)
+    const port = await freePort()
+    const hookServer = await startHookServer(port, postgres.connectionString, cluster.logsDir, cleanups)
     timings['hook server'] = Date.now() - t0
 
     t0 = Date.now()
-    await cluster.kubectl(['apply', '-k', join(root, 'test', 'e2e', 'overlay')])
+    const overlay = await temporaryDir('e2e-overlay-', cleanups)
+    await writeOverlay(controllers, join(root, 'manifests'), overlay, {
+      hookServerUrl: `http://127.0.0.1:${port}`,
+      resyncPeriodSeconds: RESYNC_PERIOD_SECONDS,
+      stripHookVersion: STRIP_HOOK_VERSION
+    })
+    await cluster.kubectl(['apply', '-k', overlay])
     timings['overlay applied'] = Date.now() - t0
 
     return { cluster, postgres, hookServer, timings, stop }
@@ -95,19 +102,15 @@ export async function startEnvironment (): Promise<Environment> {
   }
 }
 
-async function assertPortFree (port: number): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', (error) => {
-      reject(new Error(`port ${port} on 127.0.0.1 is taken (${error.message}): the overlay's webhooks need the hook server there; is another e2e run going on?`))
-    })
-    probe.listen(port, '127.0.0.1', () => { probe.close(() => { resolve() }) })
-  })
+/** A folder of its own, removed when the suite stops. */
+async function temporaryDir (prefix: string, cleanups: Array<() => Promise<void>>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  cleanups.push(async () => { await rm(dir, { recursive: true, force: true }) })
+  return dir
 }
 
 async function startSuitePostgres (cleanups: Array<() => Promise<void>>): Promise<SuitePostgres> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'e2e-pg-'))
-  cleanups.push(async () => { await rm(dataDir, { recursive: true, force: true }) })
+  const dataDir = await temporaryDir('e2e-pg-', cleanups)
   let running: EmbeddedPostgres | undefined = await startEmbeddedPostgres({ dataDir, persistent: true })
   const { port, connectionString } = running
   cleanups.push(async () => { await running?.stop() })
@@ -134,12 +137,14 @@ async function startSuitePostgres (cleanups: Array<() => Promise<void>>): Promis
 
 /** The product's CRDs, rendered with the rig's kubectl so that they exist before kube-controller-manager starts. */
 async function renderCrds (cleanups: Array<() => Promise<void>>): Promise<string> {
-  const kubectl = join(process.env.E2E_BIN_DIR ?? join(root, '.cache', 'e2e-bin'), 'kubectl')
-  const dir = await mkdtemp(join(tmpdir(), 'e2e-crds-'))
-  cleanups.push(async () => { await rm(dir, { recursive: true, force: true }) })
-  const file = join(dir, 'crds.yaml')
-  writeFileSync(file, await output(kubectl, ['kustomize', join(root, 'manifests', 'crds')]))
+  const file = join(await temporaryDir('e2e-crds-', cleanups), 'crds.yaml')
+  writeFileSync(file, await kustomize(join(root, 'manifests', 'crds')))
   return file
+}
+
+/** What `kubectl kustomize <dir>` renders, with the rig's kubectl. */
+export async function kustomize (dir: string): Promise<string> {
+  return await output(join(process.env.E2E_BIN_DIR ?? join(root, '.cache', 'e2e-bin'), 'kubectl'), ['kustomize', dir])
 }
 
 async function output (file: string, args: string[]): Promise<string> {
@@ -154,12 +159,12 @@ async function output (file: string, args: string[]): Promise<string> {
   return stdout
 }
 
-async function startHookServer (databaseUrl: string, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
+async function startHookServer (port: number, databaseUrl: string, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
   const logFile = join(logsDir, 'hook-server.log')
   const fd = openSync(logFile, 'a')
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'hooks/server.ts'], {
     cwd: root,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(HOOK_SERVER_PORT), DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', HOOKS_SHUTDOWN_DELAY: '0' },
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', HOOKS_SHUTDOWN_DELAY: '0' },
     stdio: ['ignore', fd, fd]
   })
   closeSync(fd)
@@ -176,7 +181,7 @@ async function startHookServer (databaseUrl: string, logsDir: string, cleanups: 
     clearTimeout(timer)
   })
 
-  const url = `http://127.0.0.1:${HOOK_SERVER_PORT}`
+  const url = `http://127.0.0.1:${port}`
   const deadline = Date.now() + 60_000
   for (;;) {
     if (!running()) throw new Error(`the hook server exited at start-up; ${logFile}:\n${readFileSync(logFile, 'utf8')}`)
