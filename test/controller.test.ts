@@ -2,11 +2,13 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pg from 'pg'
 import { hookNames, needed, type HookContext } from '../hooks/controller.js'
+import { bookStore } from '../hooks/bookstore/index.js'
 import { controllers } from '../hooks/controllers.js'
 import { podSet } from '../hooks/podset/index.js'
 import type { podSetResource } from '../hooks/podset/resource.js'
 import { syncPodSet } from '../hooks/podset/sync.js'
 import { postgresWriter } from '../hooks/postgres-writer/index.js'
+import { pulsarConsumer } from '../hooks/pulsar-consumer/index.js'
 import { build } from './helpers/app.js'
 import { fixture } from './helpers/fixtures.js'
 
@@ -42,22 +44,16 @@ test('a composite\'s hook context holds no database, at compile time and at run 
   assert.ok(![...reachable(context)].some((value) => value instanceof pg.Pool || value === pool), 'no pool is reachable from the context')
 })
 
-test('controllers declare the I/O they need: only PostgresWriter needs PostgreSQL', () => {
-  assert.deepEqual(Object.fromEntries(controllers.map((c) => [c.name, [...c.needs]])), {
-    'postgres-writer': ['postgres'],
-    bookstore: [],
-    podset: [],
-    'pulsar-consumer': []
-  })
-  assert.deepEqual([...needed(controllers.filter((c) => c.type === 'composite'))], [])
+test('controllers declare the I/O they need: PostgresWriter PostgreSQL, the composites none', () => {
+  const composites = [bookStore, podSet, pulsarConsumer]
+  assert.deepEqual(postgresWriter.needs, ['postgres'])
+  for (const composite of composites) assert.deepEqual(composite.needs, [], composite.name)
+  assert.deepEqual([...needed(composites)], [])
   assert.deepEqual([...needed(controllers)], ['postgres'])
 })
 
 test('a controller has a finalize hook exactly when it defines one', () => {
-  assert.deepEqual(Object.fromEntries(controllers.map((c) => [c.name, hookNames(c)])), {
-    'postgres-writer': ['sync', 'finalize'],
-    bookstore: ['sync'],
-    podset: ['sync'],
-    'pulsar-consumer': ['sync']
-  })
+  assert.deepEqual(hookNames(postgresWriter), ['sync', 'finalize'])
+  for (const composite of [bookStore, podSet, pulsarConsumer]) assert.deepEqual(hookNames(composite), ['sync'], composite.name)
+  assert.deepEqual(hookNames({ ...podSet, hooks: { sync: syncPodSet, finalize: syncPodSet } }), ['sync', 'finalize'])
 })
