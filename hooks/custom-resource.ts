@@ -1,6 +1,7 @@
-import type { Static, TObject } from '@sinclair/typebox'
+import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { specParser } from './spec.js'
+import { CommonStatusProperties } from './wire/schemas.js'
 
 export interface PrinterColumn {
   name: string
@@ -20,42 +21,49 @@ export interface NameRule {
   why: string
 }
 
-export interface CustomResourceDefinition<Spec extends TObject, Status extends TObject> {
+export interface CustomResourceDefinition<Spec extends TObject, StatusFields extends TProperties> {
   group: string
   version: string
   kind: string
   shortNames?: string[]
   /** The spec as the hook sees it: a field with a default is required here, and optional in the CRD. */
   spec: Spec
-  status: Status
+  /** The controller's own status fields; `observedGeneration` and `conditions` follow them. */
+  status: StatusFields
   /** The resource's own columns; Ready (the condition's status, unless one of these is named Ready) and Age follow. */
   printerColumns: PrinterColumn[]
   name?: NameRule
 }
 
 /** The parent custom resource: its CRD is generated from this (`npm run manifests`), and its hooks read parents with it. */
-export interface CustomResource<Spec extends TObject = TObject, Status extends TObject = TObject> extends CustomResourceDefinition<Spec, Status> {
+export interface CustomResource<Spec extends TObject = TObject, StatusFields extends TProperties = TProperties> extends CustomResourceDefinition<Spec, StatusFields> {
+  /** The status schema: the controller's fields, then the common ones. */
+  statusSchema: TObject<StatusFields & typeof CommonStatusProperties>
   apiVersion: string
   plural: string
   singular: string
   listKind: string
   /** The spec after the schema's defaults; a 422 naming each field that cannot be interpreted. */
   parseSpec: (spec: unknown) => Static<Spec>
-  /** The fields of an observed status that match their schema (conditions aside: see observedConditions). */
-  observedStatus: (status: unknown) => ObservedStatus<Status>
+  /** The controller's own fields of an observed status, those that match their schema (conditions: see observedConditions). */
+  observedStatus: (status: unknown) => ObservedStatus<StatusFields>
 }
 
-export type ObservedStatus<Status extends TObject> = Partial<Omit<Static<Status>, 'conditions'>>
+export type ObservedStatus<StatusFields extends TProperties> = Partial<Static<TObject<StatusFields>>>
 
 const READY_COLUMN: PrinterColumn = { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' }
 const AGE_COLUMN: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
 
-/** A custom resource from its group, version, kind and schemas: names, the Ready and Age columns and parsers derived. */
-export function customResource<Spec extends TObject, Status extends TObject> (definition: CustomResourceDefinition<Spec, Status>): CustomResource<Spec, Status> {
+/**
+ * A custom resource from its group, version, kind and schemas: names, the common status fields, the Ready and Age
+ * columns and the parsers derived.
+ */
+export function customResource<Spec extends TObject, StatusFields extends TProperties> (definition: CustomResourceDefinition<Spec, StatusFields>): CustomResource<Spec, StatusFields> {
   const lowercase = definition.kind.toLowerCase()
   const ownReady = definition.printerColumns.some((column) => column.name === READY_COLUMN.name)
   return {
     ...definition,
+    statusSchema: Type.Object({ ...definition.status, ...CommonStatusProperties }),
     apiVersion: `${definition.group}/${definition.version}`,
     plural: `${lowercase}s`,
     singular: lowercase,
@@ -66,13 +74,11 @@ export function customResource<Spec extends TObject, Status extends TObject> (de
   }
 }
 
-function statusReader<Status extends TObject> (schema: Status): (status: unknown) => ObservedStatus<Status> {
-  const checks = new Map(Object.entries(schema.properties)
-    .filter(([name]) => name !== 'conditions')
-    .map(([name, field]) => [name, TypeCompiler.Compile(field)]))
+function statusReader<StatusFields extends TProperties> (fields: StatusFields): (status: unknown) => ObservedStatus<StatusFields> {
+  const checks = new Map(Object.entries(fields).map(([name, field]) => [name, TypeCompiler.Compile(field)]))
   return (status) => {
     if (typeof status !== 'object' || status === null) return {}
     // Each field is checked against its own schema, so one bad field does not hide the others.
-    return Object.fromEntries(Object.entries(status).filter(([name, value]) => checks.get(name)?.Check(value) === true)) as ObservedStatus<Status>
+    return Object.fromEntries(Object.entries(status).filter(([name, value]) => checks.get(name)?.Check(value) === true)) as ObservedStatus<StatusFields>
   }
 }

@@ -1,4 +1,4 @@
-import type { Static, TObject } from '@sinclair/typebox'
+import type { Static, TObject, TProperties } from '@sinclair/typebox'
 import type { CustomResource, ObservedStatus } from './custom-resource.js'
 import { HookError } from './errors.js'
 import { condition, observedConditions, type ConditionInput } from './wire/conditions.js'
@@ -17,31 +17,31 @@ export interface ParentMetadata {
   deleting: boolean
 }
 
-export interface Parent<Spec extends TObject, Status extends TObject> extends ParentMetadata {
+export interface Parent<Spec extends TObject, StatusFields extends TProperties> extends ParentMetadata {
   /**
    * The spec after the CRD's defaults, or a 422 that names each field that cannot be interpreted. Parsed when
    * called, so that a hook can act on a parent whose spec is broken (a finalize, a refusal reported in the status).
    */
   spec: () => Static<Spec>
-  /** The observed status fields that match the status schema. */
-  status: ObservedStatus<Status>
+  /** The controller's own observed status fields, those that match their schema. */
+  status: ObservedStatus<StatusFields>
   /** The observed conditions (the well-formed ones), whose lastTransitionTime carries over. */
   conditions: Condition[]
   /** The object as Metacontroller sent it. */
   object: KubernetesObject
 }
 
-export type ParentOf<R extends CustomResource> = R extends CustomResource<infer Spec, infer Status> ? Parent<Spec, Status> : never
+export type ParentOf<R extends CustomResource> = R extends CustomResource<infer Spec, infer StatusFields> ? Parent<Spec, StatusFields> : never
 
 /**
  * Reads `object` (a composite's `parent`, a decorator's `object`) as a parent of `resource`: 400 when it is of
  * another kind, 422 when it has no name or one the resource's name rule refuses.
  */
-export function readParent<Spec extends TObject, Status extends TObject> (
-  resource: CustomResource<Spec, Status>,
+export function readParent<Spec extends TObject, StatusFields extends TProperties> (
+  resource: CustomResource<Spec, StatusFields>,
   object: KubernetesObject,
   field: 'parent' | 'object'
-): Parent<Spec, Status> {
+): Parent<Spec, StatusFields> {
   if (object.apiVersion !== resource.apiVersion || object.kind !== resource.kind) {
     throw new HookError(400, `${field} is ${object.apiVersion} ${object.kind}, but this hook serves ${resource.apiVersion} ${resource.kind}: send each kind to the hooks of its own controller`)
   }
@@ -60,7 +60,7 @@ export function readParent<Spec extends TObject, Status extends TObject> (
   }
 }
 
-function usableName (resource: CustomResource, name: string | undefined, field: string): string {
+function usableName (resource: Pick<CustomResource, 'kind' | 'name'>, name: string | undefined, field: string): string {
   const { kind } = resource
   if (name === undefined || name === '') {
     throw new HookError(422, `${field}.metadata.name is missing or empty: every ${kind} in a cluster has a name, and what the hook manages is named after it. Send the object as the API server holds it.`)
@@ -95,7 +95,7 @@ export interface CommonStatus {
  * resync answers the same bytes.
  */
 export function parentStatus<Fields extends object> (
-  parent: Pick<Parent<TObject, TObject>, 'generation' | 'conditions'>,
+  parent: Pick<ParentMetadata, 'generation'> & { conditions: readonly Condition[] },
   now: string,
   fields: Fields,
   readiness: Readiness,

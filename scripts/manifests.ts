@@ -78,7 +78,7 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
             required: ['spec'],
             properties: {
               spec: structural(resource.spec),
-              status: structural(resource.status)
+              status: structural(resource.statusSchema)
             }
           }
         }

@@ -35,18 +35,11 @@ const version = 'v1alpha1'
 
 const resourceTs = `import { Type, type Static } from '@sinclair/typebox'
 import { customResource } from '../custom-resource.js'
-import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const ${kind}SpecSchema = Type.Object({
   message: Type.String({ minLength: 1, default: 'hello', description: 'What the ConfigMap holds.' })
 })
 export type ${kind}Spec = Static<typeof ${kind}SpecSchema>
-
-export const ${kind}StatusSchema = Type.Object({
-  configMap: Type.Optional(Type.String({ description: 'Name of the ConfigMap.' })),
-  ...CommonStatusProperties
-})
-export type ${kind}Status = Static<typeof ${kind}StatusSchema>
 
 export const ${camel}Resource = customResource({
   group: '${group}',
@@ -54,9 +47,13 @@ export const ${camel}Resource = customResource({
   kind: '${kind}',
   name: { maxLength: 63, why: 'its ConfigMap carries it in a label' },
   spec: ${kind}SpecSchema,
-  status: ${kind}StatusSchema,
+  status: {
+    configMap: Type.Optional(Type.String({ description: 'Name of the ConfigMap.' }))
+  },
   printerColumns: [{ name: 'Message', type: 'string', jsonPath: '.spec.message' }]
 })
+
+export type ${kind}Status = Static<typeof ${camel}Resource.statusSchema>
 `
 
 const syncTs = `import type { ConfigMap } from 'kubernetes-types/core/v1.js'

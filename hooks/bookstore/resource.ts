@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { customResource } from '../custom-resource.js'
-import { CommonStatusProperties } from '../wire/schemas.js'
 
 /** The pattern Kubernetes itself publishes for resource quantities (as controller-gen writes it for a Quantity). */
 export const QUANTITY_PATTERN = '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'
@@ -69,16 +68,6 @@ const ReplicaCountsSchema = {
   readyReplicas: Type.Integer({ description: 'Ready replicas, from the observed child.' })
 }
 
-export const BookStoreStatusSchema = Type.Object({
-  app: Type.Optional(Type.Object(ReplicaCountsSchema)),
-  db: Type.Optional(Type.Object({
-    ...ReplicaCountsSchema,
-    volumeSize: Type.String({ description: 'Size the database claims are requested at (the largest, when they differ).' })
-  })),
-  ...CommonStatusProperties
-})
-export type BookStoreStatus = Static<typeof BookStoreStatusSchema>
-
 export const bookStoreResource = customResource({
   group: 'blog.velotio.com',
   version: 'v1alpha1',
@@ -90,7 +79,13 @@ export const bookStoreResource = customResource({
     why: 'its children are named after it (Service <name>-bookstore, StatefulSet <name>-mongodb, whose Pods carry <name>-mongodb-<hash> in a label of at most 63 characters)'
   },
   spec: BookStoreSpecSchema,
-  status: BookStoreStatusSchema,
+  status: {
+    app: Type.Optional(Type.Object(ReplicaCountsSchema)),
+    db: Type.Optional(Type.Object({
+      ...ReplicaCountsSchema,
+      volumeSize: Type.String({ description: 'Size the database claims are requested at (the largest, when they differ).' })
+    }))
+  },
   printerColumns: [
     { name: 'Service', type: 'string', jsonPath: '.spec.bookApp.serviceType' },
     { name: 'App Ready', type: 'integer', jsonPath: '.status.app.readyReplicas' },
@@ -98,3 +93,5 @@ export const bookStoreResource = customResource({
     { name: 'Volume', type: 'string', jsonPath: '.status.db.volumeSize' }
   ]
 })
+
+export type BookStoreStatus = Static<typeof bookStoreResource.statusSchema>

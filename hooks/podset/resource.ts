@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { customResource } from '../custom-resource.js'
-import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const DEFAULT_REPLICAS = 1
 export const DEFAULT_IMAGE = 'busybox'
@@ -32,22 +31,20 @@ export const PodSetSpecSchema = Type.Object({
 })
 export type PodSetSpec = Static<typeof PodSetSpecSchema>
 
-export const PodSetStatusSchema = Type.Object({
-  readyReplicas: Type.Optional(Type.Integer({ format: 'int32', minimum: 0, description: 'Pods of the spec that are running or pending and not being deleted.' })),
-  podNames: Type.Optional(Type.Array(Type.String(), { description: 'Names of those pods, in ordinal order.' })),
-  ...CommonStatusProperties
-})
-export type PodSetStatus = Static<typeof PodSetStatusSchema>
-
 export const podSetResource = customResource({
   group: 'batch.tutorial.kubebuilder.io',
   version: 'v1',
   kind: 'PodSet',
   name: { maxLength: 63, why: 'its pods carry it in their app label, a label value' },
   spec: PodSetSpecSchema,
-  status: PodSetStatusSchema,
+  status: {
+    readyReplicas: Type.Optional(Type.Integer({ format: 'int32', minimum: 0, description: 'Pods of the spec that are running or pending and not being deleted.' })),
+    podNames: Type.Optional(Type.Array(Type.String(), { description: 'Names of those pods, in ordinal order.' }))
+  },
   printerColumns: [
     { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas' },
     { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' }
   ]
 })
+
+export type PodSetStatus = Static<typeof podSetResource.statusSchema>

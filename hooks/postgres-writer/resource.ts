@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { customResource } from '../custom-resource.js'
-import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const TABLE_NAME_PATTERN = '^[a-z_][a-z0-9_]{0,62}$'
 
@@ -12,20 +11,16 @@ export const PostgresWriterSpecSchema = Type.Object({
 })
 export type PostgresWriterSpec = Static<typeof PostgresWriterSpecSchema>
 
-export const PostgresWriterStatusSchema = Type.Object({
-  table: Type.Optional(Type.String({ description: 'Table that holds the row since the last successful sync.' })),
-  id: Type.Optional(Type.String({ description: 'Primary key of the row: <namespace>/<name>.' })),
-  ...CommonStatusProperties
-})
-export type PostgresWriterStatus = Static<typeof PostgresWriterStatusSchema>
-
 export const postgresWriterResource = customResource({
   group: 'demo.yash.com',
   version: 'v1',
   kind: 'PostgresWriter',
   shortNames: ['pgw'],
   spec: PostgresWriterSpecSchema,
-  status: PostgresWriterStatusSchema,
+  status: {
+    table: Type.Optional(Type.String({ description: 'Table that holds the row since the last successful sync.' })),
+    id: Type.Optional(Type.String({ description: 'Primary key of the row: <namespace>/<name>.' }))
+  },
   printerColumns: [
     { name: 'Table', type: 'string', jsonPath: '.spec.table' },
     { name: 'Name', type: 'string', jsonPath: '.spec.name' },
@@ -33,3 +28,5 @@ export const postgresWriterResource = customResource({
     { name: 'Country', type: 'string', jsonPath: '.spec.country' }
   ]
 })
+
+export type PostgresWriterStatus = Static<typeof postgresWriterResource.statusSchema>

@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { customResource } from '../custom-resource.js'
-import { CommonStatusProperties } from '../wire/schemas.js'
 
 export const PULSAR_SERVICE_URL_PATTERN = '^pulsar(\\+ssl)?://\\S+$'
 const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'
@@ -17,22 +16,18 @@ export const PulsarConsumerSpecSchema = Type.Object({
 })
 export type PulsarConsumerSpec = Static<typeof PulsarConsumerSpecSchema>
 
-export const PulsarConsumerStatusSchema = Type.Object({
-  server: Type.Optional(Type.String({ description: 'Service URL given to the consumers.' })),
-  topic: Type.Optional(Type.String({ description: 'Topic given to the consumers.' })),
-  subscription: Type.Optional(Type.String({ description: 'Subscription given to the consumers.' })),
-  replicas: Type.Optional(Type.Integer({ ...int32, description: 'Replicas asked of the Deployment.' })),
-  readyReplicas: Type.Optional(Type.Integer({ ...int32, description: 'Ready consumer pods, as the Deployment reports them.' })),
-  ...CommonStatusProperties
-})
-export type PulsarConsumerStatus = Static<typeof PulsarConsumerStatusSchema>
-
 export const pulsarConsumerResource = customResource({
   group: 'pulsar.pulsarconsumer.krvarma.com',
   version: 'v1',
   kind: 'PulsarConsumer',
   spec: PulsarConsumerSpecSchema,
-  status: PulsarConsumerStatusSchema,
+  status: {
+    server: Type.Optional(Type.String({ description: 'Service URL given to the consumers.' })),
+    topic: Type.Optional(Type.String({ description: 'Topic given to the consumers.' })),
+    subscription: Type.Optional(Type.String({ description: 'Subscription given to the consumers.' })),
+    replicas: Type.Optional(Type.Integer({ ...int32, description: 'Replicas asked of the Deployment.' })),
+    readyReplicas: Type.Optional(Type.Integer({ ...int32, description: 'Ready consumer pods, as the Deployment reports them.' }))
+  },
   printerColumns: [
     { name: 'Server', type: 'string', jsonPath: '.status.server' },
     { name: 'Topic', type: 'string', jsonPath: '.status.topic' },
@@ -40,3 +35,5 @@ export const pulsarConsumerResource = customResource({
     { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas' }
   ]
 })
+
+export type PulsarConsumerStatus = Static<typeof pulsarConsumerResource.statusSchema>

@@ -6,7 +6,7 @@ import { FormatRegistry } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { parse } from 'yaml'
 import { podSet } from '../../hooks/podset/index.js'
-import { PodSetStatusSchema } from '../../hooks/podset/resource.js'
+import { podSetResource } from '../../hooks/podset/resource.js'
 import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../../hooks/wire/schemas.js'
 import { build, type TestApp } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
@@ -74,8 +74,8 @@ test('children are built from the spec alone: fixed names, only fields the API s
       assert.deepEqual(Object.keys(child.metadata), ['name', 'namespace', 'labels'], name)
       assert.match(String(child.metadata.name), /-pod-\d+$/, name)
     }
-    assert.deepEqual(Object.keys(json.status).filter((key) => !(key in PodSetStatusSchema.properties)), [], `${name}: status fields the CRD would prune`)
-    assert.ok(Value.Check(PodSetStatusSchema, json.status), `${name}: status fits the CRD's status schema`)
+    assert.deepEqual(Object.keys(json.status).filter((key) => !(key in podSetResource.statusSchema.properties)), [], `${name}: status fields the CRD would prune`)
+    assert.ok(Value.Check(podSetResource.statusSchema, json.status), `${name}: status fits the CRD's status schema`)
   }
 })
 
