@@ -80,7 +80,8 @@ export function needed (controllers: readonly Controller[]): Set<Need> {
 /** The part of `available` a controller declared; fails (at start-up) when something it needs is missing. */
 export function ioFor (controller: Controller, available: Partial<Io>): Partial<Io> {
   const io: Partial<Io> = {}
-  for (const need of controller.needs as readonly Need[]) {
+  const needs: readonly Need[] = controller.needs
+  for (const need of needs) {
     const provided = available[need]
     if (provided === undefined) throw new Error(`controller ${controller.name} needs ${need}, but none was configured`)
     io[need] = provided
