@@ -9,6 +9,7 @@ import { controllers } from '../../hooks/controllers.js'
 import { freePort, startEmbeddedPostgres, type EmbeddedPostgres } from '../../hooks/database/embedded.js'
 import { writeOverlay } from './overlay.js'
 import { startCluster, type Cluster } from './rig/cluster.js'
+import { metacontrollerSupportsHookV2 } from './rig/metacontroller.js'
 
 /**
  * What the end-to-end suite runs: the rig's cluster (etcd, kube-apiserver, kube-controller-manager, Metacontroller)
@@ -21,9 +22,6 @@ const root = join(import.meta.dirname, '..', '..')
 
 /** How often Metacontroller resyncs every parent in the suite. */
 export const RESYNC_PERIOD_SECONDS = 5
-
-/** The rig builds Metacontroller v1.5.20, which knows no hook `version` field (see OverlayOptions). */
-const STRIP_HOOK_VERSION = true
 
 /**
  * Added to the rig's controllers (namespace, garbage collector, service accounts) for the BookStore claims: binding
@@ -51,6 +49,8 @@ export interface HookServer {
 
 export interface Environment {
   cluster: Cluster
+  /** The hooks' `version`: v2 when the rig's Metacontroller supports it, else v1 (the overlay removes it: overlay.ts). */
+  hookVersion: 'v1' | 'v2'
   postgres: SuitePostgres
   hookServer: HookServer
   /** Milliseconds each part took to start. */
@@ -86,16 +86,17 @@ export async function startEnvironment (): Promise<Environment> {
     timings['hook server'] = Date.now() - t0
 
     t0 = Date.now()
+    const hookVersion = cluster.metacontroller !== undefined && metacontrollerSupportsHookV2(cluster.metacontroller.crds) ? 'v2' : 'v1'
     const overlay = await temporaryDir('e2e-overlay-', cleanups)
     await writeOverlay(controllers, join(root, 'manifests'), overlay, {
       hookServerUrl: `http://127.0.0.1:${port}`,
       resyncPeriodSeconds: RESYNC_PERIOD_SECONDS,
-      stripHookVersion: STRIP_HOOK_VERSION
+      stripHookVersion: hookVersion === 'v1'
     })
     await cluster.kubectl(['apply', '-k', overlay])
     timings['overlay applied'] = Date.now() - t0
 
-    return { cluster, postgres, hookServer, timings, stop }
+    return { cluster, hookVersion, postgres, hookServer, timings, stop }
   } catch (error) {
     await stop()
     throw error

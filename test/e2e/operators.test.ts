@@ -54,7 +54,7 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
   before(async () => {
     const t0 = Date.now()
     environment = await startEnvironment()
-    process.stderr.write(`[e2e] environment ready in ${seconds(Date.now() - t0)} (Metacontroller ${environment.cluster.metacontrollerVersion}): ` +
+    process.stderr.write(`[e2e] environment ready in ${seconds(Date.now() - t0)} (Metacontroller ${environment.cluster.metacontrollerVersion ?? environment.cluster.metacontroller?.binary}, hooks ${environment.hookVersion}): ` +
       `${Object.entries(environment.timings).map(([part, ms]) => `${part} ${seconds(ms)}`).join(', ')}; logs in ${environment.cluster.logsDir}\n`)
   }, { timeout: 300_000 })
 

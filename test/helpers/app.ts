@@ -26,6 +26,8 @@ export interface BuildOptions {
   /** Defaults to the test database (DATABASE_URL, set by scripts/run-tests.ts), used when a controller needs PostgreSQL. */
   databaseUrl?: string | false
   controllers?: readonly Controller[]
+  /** The time stamped on new conditions. Default: NOW. */
+  clock?: () => Date
 }
 
 export function testDatabaseUrl (): string {
@@ -51,7 +53,7 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
     controllers,
     io,
     lifecycle,
-    clock: () => NOW
+    clock: options.clock ?? (() => NOW)
   })
   await fastify.ready()
   t.after(async () => {
