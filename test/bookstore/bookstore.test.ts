@@ -319,7 +319,7 @@ test('a spec the hook cannot interpret gets 422 with a message naming the field'
     ['no repository', (r) => { delete r.parent.spec.bookApp.repository }, /spec\.bookApp\.repository: Expected required property/],
     ['no bookApp', (r) => { delete r.parent.spec.bookApp }, /spec\.bookApp: Expected required property/],
     ['a name too long for the StatefulSet', (r) => { r.parent.metadata.name = 'a'.repeat(45) }, /at most 44 characters/],
-    ['a name that is not a DNS label', (r) => { r.parent.metadata.name = 'book.store' }, /BookStore name "book\.store" cannot name its children/]
+    ['a name that is not a DNS label', (r) => { r.parent.metadata.name = 'book.store' }, /BookStore name "book\.store" cannot be used: it must start with a letter, .* because its children are named after it/]
   ]
   for (const [label, change, message] of cases) {
     const request = structuredClone(fixture('bookstore', 'steady-state'))

@@ -1,26 +1,26 @@
 import { spawn } from 'node:child_process'
 import { existsSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { controllers } from '../../hooks/controllers.js'
+import { freePort } from '../../hooks/database/embedded.js'
 import { startPostgres, type PostgresProcess } from '../helpers/postgres-process.js'
 import { spawnServer } from '../helpers/server-process.js'
 import { startCluster, type Cluster } from './rig/cluster.js'
+import { writeOverlay } from './overlay.js'
 import { metacontrollerSupportsHookV2 } from './rig/metacontroller.js'
 
 /**
  * What the end-to-end suite runs: the rig's cluster (etcd, kube-apiserver, kube-controller-manager, Metacontroller)
- * with the product installed through test/e2e/overlay, a PostgreSQL of the suite's own that can be stopped and
- * started again on the same port, and the hook server as a local process on the port the overlay's webhooks name.
+ * with the product installed through an overlay generated from the controller registry (overlay.ts), a PostgreSQL
+ * of the suite's own that can be stopped and started again on the same port, and the hook server as a local
+ * process on a free port, which the overlay's webhooks name.
  */
 
 const root = join(import.meta.dirname, '..', '..')
 
-/** The port in test/e2e/overlay/kustomization.yaml's webhook URLs. */
-export const HOOK_SERVER_PORT = 39180
-
-/** Must match `resyncPeriodSeconds` in test/e2e/overlay/kustomization.yaml. */
+/** How often Metacontroller resyncs every parent in the suite. */
 export const RESYNC_PERIOD_SECONDS = 5
 
 /**
@@ -39,7 +39,7 @@ export interface HookServer {
 
 export interface Environment {
   cluster: Cluster
-  /** The hooks' `version`: v2 when the rig's Metacontroller supports it, else v1 (test/e2e/overlay-hooks-v1). */
+  /** The hooks' `version`: v2 when the rig's Metacontroller supports it, else v1 (the overlay removes it: overlay.ts). */
   hookVersion: 'v1' | 'v2'
   postgres: PostgresProcess
   hookServer: HookServer
@@ -55,8 +55,6 @@ export async function startEnvironment (): Promise<Environment> {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((error) => { process.stderr.write(`[e2e] cleanup failed: ${String(error)}\n`) })
   }
   try {
-    await assertPortFree(HOOK_SERVER_PORT)
-
     let t0 = Date.now()
     const postgres = await startPostgres()
     cleanups.push(postgres.remove)
@@ -74,12 +72,19 @@ export async function startEnvironment (): Promise<Environment> {
     Object.assign(timings, Object.fromEntries(Object.entries(cluster.timings).map(([part, ms]) => [`cluster: ${part}`, ms])))
 
     t0 = Date.now()
-    const hookServer = await startHookServer(postgres.connectionString, cluster.logsDir, cleanups)
+    const port = await freePort()
+    const hookServer = await startHookServer(port, postgres.connectionString, cluster.logsDir, cleanups)
     timings['hook server'] = Date.now() - t0
 
     t0 = Date.now()
     const hookVersion = cluster.metacontroller !== undefined && metacontrollerSupportsHookV2(cluster.metacontroller.crds) ? 'v2' : 'v1'
-    await cluster.kubectl(['apply', '-k', join(root, 'test', 'e2e', hookVersion === 'v2' ? 'overlay' : 'overlay-hooks-v1')])
+    const overlay = await temporaryDir('e2e-overlay-', cleanups)
+    await writeOverlay(controllers, join(root, 'manifests'), overlay, {
+      hookServerUrl: `http://127.0.0.1:${port}`,
+      resyncPeriodSeconds: RESYNC_PERIOD_SECONDS,
+      stripHookVersion: hookVersion === 'v1'
+    })
+    await cluster.kubectl(['apply', '-k', overlay])
     timings['overlay applied'] = Date.now() - t0
 
     return { cluster, hookVersion, postgres, hookServer, timings, stop }
@@ -89,24 +94,23 @@ export async function startEnvironment (): Promise<Environment> {
   }
 }
 
-async function assertPortFree (port: number): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', (error) => {
-      reject(new Error(`port ${port} on 127.0.0.1 is taken (${error.message}): the overlay's webhooks need the hook server there; is another e2e run going on?`))
-    })
-    probe.listen(port, '127.0.0.1', () => { probe.close(() => { resolve() }) })
-  })
+/** A folder of its own, removed when the suite stops. */
+async function temporaryDir (prefix: string, cleanups: Array<() => Promise<void>>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  cleanups.push(async () => { await rm(dir, { recursive: true, force: true }) })
+  return dir
 }
 
 /** The product's CRDs, rendered with the rig's kubectl so that they exist before kube-controller-manager starts. */
 async function renderCrds (cleanups: Array<() => Promise<void>>): Promise<string> {
-  const kubectl = join(process.env.E2E_BIN_DIR ?? join(root, '.cache', 'e2e-bin'), 'kubectl')
-  const dir = await mkdtemp(join(tmpdir(), 'e2e-crds-'))
-  cleanups.push(async () => { await rm(dir, { recursive: true, force: true }) })
-  const file = join(dir, 'crds.yaml')
-  writeFileSync(file, await output(kubectl, ['kustomize', join(root, 'manifests', 'crds')]))
+  const file = join(await temporaryDir('e2e-crds-', cleanups), 'crds.yaml')
+  writeFileSync(file, await kustomize(join(root, 'manifests', 'crds')))
   return file
+}
+
+/** What `kubectl kustomize <dir>` renders, with the rig's kubectl. */
+export async function kustomize (dir: string): Promise<string> {
+  return await output(join(process.env.E2E_BIN_DIR ?? join(root, '.cache', 'e2e-bin'), 'kubectl'), ['kustomize', dir])
 }
 
 async function output (file: string, args: string[]): Promise<string> {
@@ -121,9 +125,9 @@ async function output (file: string, args: string[]): Promise<string> {
   return stdout
 }
 
-async function startHookServer (databaseUrl: string, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
+async function startHookServer (port: number, databaseUrl: string, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
   const logFile = join(logsDir, 'hook-server.log')
-  const server = spawnServer({ port: HOOK_SERVER_PORT, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, output: { file: logFile } })
+  const server = spawnServer({ port, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, output: { file: logFile } })
   cleanups.push(async () => { await server.stop() })
   await server.listening(60_000)
   return {

@@ -1,7 +1,8 @@
 /**
- * The four operators end to end, installed as a user installs them (test/e2e/overlay), on a real kube-apiserver with
- * kube-controller-manager and Metacontroller (the rig in test/e2e/rig), the hook server as a process of its own, and
- * a real PostgreSQL. Run with `npm run test:e2e`, which builds the rig's binaries first.
+ * The four operators end to end, installed as a user installs them (through the overlay that overlay.ts generates
+ * from the registry), on a real kube-apiserver with kube-controller-manager and Metacontroller (the rig in
+ * test/e2e/rig), the hook server as a process of its own, and a real PostgreSQL. Run with `npm run test:e2e`, which
+ * builds the rig's binaries first.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'

@@ -1,3 +1,4 @@
+import { hookContext } from '../../hooks/controller.js'
 import { podSet } from '../../hooks/podset/index.js'
 import { syncPodSet } from '../../hooks/podset/sync.js'
 import type { CompositeRequest, KubernetesObject } from '../../hooks/wire/schemas.js'
@@ -91,7 +92,7 @@ export function syncRequest (parent: KubernetesObject, pods: readonly Kubernetes
 export function podSetRequest ({ replicas, observed = replicas, phase = 'Running' }: { replicas: number, observed?: number, phase?: PodPhase }): CompositeRequest {
   const spec = { replicas, image: 'busybox:1.36', command: ['sleep', '3600'] }
   const before = podSetParent({ spec: { ...spec, replicas: observed } })
-  const pods = syncPodSet(syncRequest(before, []), CREATED).children.map((pod) => appliedPod(before, pod, { phase }))
-  const { status } = syncPodSet(syncRequest(before, pods), '2026-11-22T10:10:05Z')
+  const pods = syncPodSet(syncRequest(before, []), hookContext(podSet, before, CREATED, {})).children.map((pod) => appliedPod(before, pod, { phase }))
+  const { status } = syncPodSet(syncRequest(before, pods), hookContext(podSet, before, '2026-11-22T10:10:05Z', {}))
   return syncRequest(podSetParent({ spec, status, generation: observed === replicas ? 1 : 2 }), pods)
 }

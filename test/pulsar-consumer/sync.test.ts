@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { pulsarConsumer } from '../../hooks/pulsar-consumer/index.js'
-import { PulsarConsumerStatusSchema } from '../../hooks/pulsar-consumer/resource.js'
+import { pulsarConsumerResource } from '../../hooks/pulsar-consumer/resource.js'
 import { ConditionSchema } from '../../hooks/wire/schemas.js'
 import { appliedChildren } from '../helpers/api-server/apply.js'
 import { build, type TestApp } from '../helpers/app.js'
@@ -218,7 +218,7 @@ test('deletion in progress: the same Deployment (Metacontroller leaves it to gar
 
 test('the CRD status schema declares every field the hook writes, so the API server prunes nothing', async (t) => {
   const hooks = await app(t)
-  const declared = Object.keys(PulsarConsumerStatusSchema.properties)
+  const declared = Object.keys(pulsarConsumerResource.statusSchema.properties)
   const conditionFields = Object.keys(ConditionSchema.properties)
   for (const name of SYNC_CASES) {
     const { status } = await answer(hooks, fixture('pulsar-consumer', name))
