@@ -5,6 +5,7 @@ import type { Controller, Io } from './controller.js'
 import { ping } from './database/pool.js'
 import { HookError } from './errors.js'
 import { hookRoutes } from './hook-routes.js'
+import { LogLines } from './log-lines.js'
 import { createMetrics } from './metrics.js'
 
 export interface AppOptions {
@@ -17,8 +18,11 @@ export interface AppOptions {
   clock?: () => Date
 }
 
+let stdout: LogLines | undefined
+
 /** Instance-level options: body limit, timeouts, strict validation, TLS, logging. */
 export function serverOptions (config: Config): FastifyServerOptions & { https?: object } {
+  stdout ??= new LogLines(1)
   return {
     bodyLimit: config.bodyLimit,
     // Metacontroller's Go client keeps idle connections for 90 s: close ours later, never under it.
@@ -29,7 +33,8 @@ export function serverOptions (config: Config): FastifyServerOptions & { https?:
     logController: new LogController({ disableRequestLogging: true }),
     logger: {
       level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'password', '*.password'], censor: '***' }
+      redact: { paths: ['req.headers.authorization', 'password', '*.password'], censor: '***' },
+      stream: stdout
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     ...(config.tls === undefined
@@ -100,7 +105,8 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
     io: options.io,
     metrics,
     clock: options.clock ?? (() => new Date()),
-    bearerToken: config.bearerToken
+    bearerToken: config.bearerToken,
+    bodyLimit: config.bodyLimit
   })
 }
 

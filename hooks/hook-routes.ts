@@ -1,9 +1,12 @@
 import { timingSafeEqual, createHash } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { definedHooks, hookContext, ioFor, type Controller, type HookContext, type HookName, type Io } from './controller.js'
 import { HookError } from './errors.js'
+import { answersFromRequestAlone, etag, noneMatchHolds, requestDigest } from './etag.js'
 import type { Metrics, Outcome } from './metrics.js'
+import { BodyBudget, bodyLimits, bodyTooLarge, parseBody, receiveBody } from './request-body.js'
 import { kubernetesTime, observedConditions } from './wire/conditions.js'
 import { objectKey } from './wire/objects.js'
 import {
@@ -17,6 +20,8 @@ export interface HookRoutesOptions {
   metrics: Metrics
   clock: () => Date
   bearerToken: string | undefined
+  /** HOOKS_BODY_LIMIT, in bytes. */
+  bodyLimit: number
 }
 
 type HookResponse = CompositeResponse | DecoratorResponse
@@ -34,8 +39,15 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What the hook call's log line and metric need, set by the handler. */
     hookCall: CallSummary | null
+    /** The ETag of the request, on the hooks that carry them. */
+    etag: string | null
+    /** Gives back the memory budget the body was admitted with; called when the answer is sent or the client leaves. */
+    releaseBody: (() => void) | null
   }
 }
+
+/** The body of a request whose If-None-Match holds its own ETag: never decoded, answered with 304. */
+const NOT_MODIFIED = Symbol('not modified')
 
 /** Answered with Ready=False, or finalize not done yet. */
 function notReady (response: HookResponse): boolean {
@@ -43,6 +55,7 @@ function notReady (response: HookResponse): boolean {
 }
 
 function outcomeOf (statusCode: number, response: HookResponse | undefined): Outcome {
+  if (statusCode === 304) return 'not_modified'
   if (statusCode >= 500) return 'error'
   if (statusCode >= 400) return 'rejected'
   return response !== undefined && notReady(response) ? 'not_ready' : 'ok'
@@ -55,6 +68,33 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
   // A request decoration rather than a WeakMap keyed by request: with a WeakMap, garbage collection took about a
   // quarter of the server's CPU per hook call (measured with bench/).
   fastify.decorateRequest('hookCall', null)
+  fastify.decorateRequest('etag', null)
+  fastify.decorateRequest('releaseBody', null)
+
+  const limits = bodyLimits(options.bodyLimit)
+  // One body of the largest size at a time, or several smaller ones (see BodyBudget).
+  const budget = new BodyBudget(options.bodyLimit)
+  const digests = new Map(options.controllers.filter(answersFromRequestAlone).flatMap((controller) =>
+    definedHooks<unknown>(controller.hooks).map(([hook]) => [`/${controller.name}/${hook}`, requestDigest(controller, hook)])))
+
+  // Fastify's own JSON parser would collect, decode and scan every body before the route could answer a 304.
+  fastify.removeContentTypeParser('application/json')
+  fastify.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
+    const header = request.headers['content-length']
+    const expectedLength = header === undefined ? undefined : Number(header)
+    if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
+    const ticket = budget.ticket(expectedLength ?? limits.bytes)
+    request.releaseBody = ticket.release
+    await ticket.admitted
+    const digest = digests.get(request.routeOptions.url ?? '')?.()
+    const body = await receiveBody(payload, limits, expectedLength, digest)
+    if (digest !== undefined) {
+      request.etag = etag(digest)
+      if (noneMatchHolds(request.headers['if-none-match'], request.etag)) return NOT_MODIFIED
+    }
+    return parseBody(body)
+  })
+  fastify.addHook('onRequestAbort', async (request) => { request.releaseBody?.() })
 
   if (options.bearerToken !== undefined) {
     const expected = digest(`Bearer ${options.bearerToken}`)
@@ -68,6 +108,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
   }
 
   fastify.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
+    request.releaseBody?.()
     const { controller, hook } = reply.routeOptions.config
     if (controller === undefined || hook === undefined) return
     const call = request.hookCall
@@ -86,9 +127,15 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     }, `${controller} ${hook} ${outcome}`)
   })
 
-  /** Reads the parent, runs the hook, and keeps what the log line and the metric need. */
+  /** Answers a request whose If-None-Match holds its ETag with 304, before the body is validated. */
+  const notModified = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (request.body === NOT_MODIFIED) await reply.code(304).header('etag', request.etag).send()
+  }
+
+  /** Reads the parent, runs the hook, and keeps what the log line and the metric need; an answer carries its ETag. */
   const call = async <Response extends HookResponse>(
     request: FastifyRequest,
+    reply: FastifyReply,
     controller: Controller,
     io: Partial<Io>,
     parent: KubernetesObject,
@@ -98,6 +145,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     request.hookCall = summary
     const response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io))
     summary.response = response
+    if (request.etag !== null) reply.header('etag', request.etag)
     return response
   }
 
@@ -105,13 +153,13 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const io = ioFor(controller, options.io)
     if (controller.type === 'composite') {
       for (const [hook, run] of definedHooks(controller.hooks)) {
-        fastify.post(`/${controller.name}/${hook}`, { schema: { body: CompositeRequestSchema }, config: { controller: controller.name, hook } }, async (request) =>
-          await call(request, controller, io, request.body.parent, async (context) => await run(request.body, context)))
+        fastify.post(`/${controller.name}/${hook}`, { schema: { body: CompositeRequestSchema }, config: { controller: controller.name, hook }, preValidation: notModified }, async (request, reply) =>
+          await call(request, reply, controller, io, request.body.parent, async (context) => await run(request.body, context)))
       }
     } else {
       for (const [hook, run] of definedHooks(controller.hooks)) {
-        fastify.post(`/${controller.name}/${hook}`, { schema: { body: DecoratorRequestSchema }, config: { controller: controller.name, hook } }, async (request) =>
-          await call(request, controller, io, request.body.object, async (context) => await run(request.body, context)))
+        fastify.post(`/${controller.name}/${hook}`, { schema: { body: DecoratorRequestSchema }, config: { controller: controller.name, hook }, preValidation: notModified }, async (request, reply) =>
+          await call(request, reply, controller, io, request.body.object, async (context) => await run(request.body, context)))
       }
     }
   }

@@ -10,7 +10,9 @@ import { unprocessableSpec } from './errors.js'
 export function specParser<T extends TSchema> (schema: T, kind: string): (spec: unknown) => Static<T> {
   const check = TypeCompiler.Compile(schema)
   return (spec) => {
-    const value: unknown = Value.Default(schema, Value.Clone(spec ?? {}))
+    // structuredClone, not Value.Clone: Value.Clone copies with assignments, and an assigned `__proto__` key (JSON.parse
+    // makes it an own property) would give the copy a prototype whose fields then count as the spec's.
+    const value: unknown = Value.Default(schema, structuredClone(spec ?? {}))
     if (check.Check(value)) return value
     // TypeBox reports several errors for one bad field (missing, then of the wrong type): keep the first of each.
     const problems = new Map<string, string>()

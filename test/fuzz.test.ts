@@ -82,7 +82,8 @@ test('deep nesting and prototype keys in a body are answered, not crashed on', a
   const text = JSON.stringify(fixture('postgres-writer', 'sync-create'))
   const deep = '{"a":'.repeat(50_000) + '1' + '}'.repeat(50_000)
   assert.equal(await post(app, '/postgres-writer/sync', text.replace('"spec":{', `"spec":{"deep":${deep},`)), 200)
-  assert.equal(await post(app, '/postgres-writer/sync', text.replace('"metadata":{', '"metadata":{"__proto__":{"polluted":true},')), 400)
+  // An ordinary key since bodies are parsed with JSON.parse (test/request-body.test.ts shows that no hook treats it otherwise).
+  assert.equal(await post(app, '/postgres-writer/sync', text.replace('"metadata":{', '"metadata":{"__proto__":{"polluted":true},')), 200)
   assert.equal(({} as Record<string, unknown>).polluted, undefined)
 })
 
