@@ -1,4 +1,3 @@
-import { readFileSync, writeFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import autocannon, { type Request } from 'autocannon'
 import type pg from 'pg'
@@ -114,25 +113,4 @@ export async function poolLoad (pool: pg.Pool, query: () => [string, unknown[]],
   }
   await Promise.all(Array.from({ length: connections }, worker))
   return { latenciesMs: latencies, seconds: (performance.now() - start) / 1000, unexpectedStatus: 0, errors }
-}
-
-/** CPU time a process has used, user and system, all threads (/proc/<pid>/stat counts in 1/100 s on Linux). */
-export function cpuMs (pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 10
-}
-
-/**
- * The peak resident set of a process since the last reset (Linux only): writing 5 to clear_refs resets VmHWM,
- * the high-water mark in /proc/<pid>/status.
- */
-export const peakRss = {
-  reset (pid: number): void {
-    writeFileSync(`/proc/${pid}/clear_refs`, '5')
-  },
-  readMiB (pid: number): number {
-    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-    if (match === null) throw new Error(`no VmHWM in /proc/${pid}/status`)
-    return Number(match[1]) / 1024
-  }
 }

@@ -10,7 +10,7 @@ import { loadConfig } from '../hooks/config.js'
 import { startPostgres } from '../test/helpers/postgres-process.js'
 import { startServer as startServerProcess } from '../test/helpers/server-process.js'
 import { deployment } from '../test/helpers/deployment.js'
-import { cpuMs, httpLoad, measurement, peakRss, poolLoad, type HttpLoad, type Length, type Sample } from './load.js'
+import { httpLoad, measurement, poolLoad, type HttpLoad, type Length, type Sample } from './load.js'
 import { table, targetLines, targets, type Row, type SideName } from './report.js'
 import { compositeCases, postgresWriterCreate, postgresWriterResync, type CompositeCase } from './requests.js'
 
@@ -51,11 +51,11 @@ interface MeasuredProcess {
 async function startProcess (name: string, entry: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<MeasuredProcess> {
   // stdout (one log line per hook call for this server, as in production) is dropped.
   const server = await startServerProcess({ entry, nodeArgs, env, output: 'discard' })
-  const { pid, url } = server
+  const { url } = server
   // Every reset first reads the peak since the last one, so the whole run's peak covers warm-ups and pauses too.
   let wholeRunPeak = 0
   const readPeak = (): number => {
-    const peak = peakRss.readMiB(pid)
+    const peak = server.peakRssMiB()
     wholeRunPeak = Math.max(wholeRunPeak, peak)
     return peak
   }
@@ -65,10 +65,10 @@ async function startProcess (name: string, entry: string, env: NodeJS.ProcessEnv
     url,
     measured: async (work) => {
       readPeak()
-      peakRss.reset(pid)
-      const cpuBefore = cpuMs(pid)
+      server.resetPeakRss()
+      const cpuBefore = server.cpuMs()
       const result = await work()
-      return [result, readPeak(), cpuMs(pid) - cpuBefore]
+      return [result, readPeak(), server.cpuMs() - cpuBefore]
     },
     wholeRunPeakRssMiB: () => {
       readPeak()

@@ -82,11 +82,14 @@ export interface ReceivedBody {
 export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: Hash | undefined): Promise<ReceivedBody> {
   if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
   return await new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
+    let chunks: Buffer[] = []
     let length = 0
     let values = 0
     // Each value takes a byte at least: a body no longer than the bound on values cannot pass it.
     const counting = expectedLength === undefined || expectedLength > limits.values
+    // Once refused for its values, the rest of the body (within the byte limit) is read and dropped, so that the
+    // client, still sending, reads the 413 instead of a reset connection.
+    let refusal: HookError | undefined
     const stop = (error: Error): void => {
       stream.removeListener('data', onData)
       stream.removeListener('end', onEnd)
@@ -96,15 +99,21 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
     const onData = (chunk: Buffer): void => {
       length += chunk.length
       if (length > limits.bytes) return stop(bodyTooLarge(limits.bytes))
+      if (refusal !== undefined) return
       if (counting) {
         values += countValues(chunk)
-        if (values > limits.values) return stop(tooManyValues(limits))
+        if (values > limits.values) {
+          refusal = tooManyValues(limits)
+          chunks = []
+          return
+        }
       }
       digest?.update(chunk)
       chunks.push(chunk)
     }
     const onEnd = (): void => {
       stream.removeListener('error', stop)
+      if (refusal !== undefined) return reject(refusal)
       if (expectedLength !== undefined && length !== expectedLength) {
         return reject(new HookError(400, `request body has ${length} bytes, but its Content-Length says ${expectedLength}`))
       }
@@ -125,14 +134,19 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
  */
 export function parseBody (body: ReceivedBody): unknown {
   if (body.length === 0) throw new HookError(400, 'request body is empty: send a Metacontroller v2 hook request as JSON')
-  const bytes = body.chunks.length === 1 ? body.chunks[0] as Buffer : Buffer.concat(body.chunks, body.length)
-  body.chunks.length = 0
-  const text = isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8')
+  const text = decode(body)
   try {
     return JSON.parse(text)
   } catch (error) {
     throw new HookError(400, `request body is not valid JSON (${(error as Error).message}): send a Metacontroller v2 hook request`)
   }
+}
+
+/** The body's text; its bytes are left to the garbage collector while the text is parsed. */
+function decode (body: ReceivedBody): string {
+  const bytes = body.chunks.length === 1 ? body.chunks[0] as Buffer : Buffer.concat(body.chunks, body.length)
+  body.chunks.length = 0
+  return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8')
 }
 
 /**

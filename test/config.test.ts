@@ -6,7 +6,7 @@ test('defaults', () => {
   const config = loadConfig({})
   assert.equal(config.port, 8080)
   assert.equal(config.host, '0.0.0.0')
-  assert.equal(config.bodyLimit, 64 * 1024 * 1024)
+  assert.equal(config.bodyLimit, 16 * 1024 * 1024)
   assert.equal(config.shutdownTimeoutMs, 25_000)
   assert.deepEqual(config.database.policy, { schema: 'public', autoCreateTables: true, tableAllowlist: undefined })
   assert.equal(config.bearerToken, undefined)
