@@ -41,8 +41,6 @@ declare module 'fastify' {
     hookCall: CallSummary | null
     /** The ETag of the request, on the hooks that carry them. */
     etag: string | null
-    /** Gives back the memory budget the body was admitted with; called when the answer is sent or the client leaves. */
-    releaseBody: (() => void) | null
   }
 }
 
@@ -63,13 +61,17 @@ function outcomeOf (statusCode: number, response: HookResponse | undefined): Out
 
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest()
 
+function contentLength (request: FastifyRequest): number | undefined {
+  const header = request.headers['content-length']
+  return header === undefined ? undefined : Number(header)
+}
+
 /** `POST /<controller>/sync` and `/finalize` for every controller, with one log line and one metric per call. */
 export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (fastify, options) => {
   // A request decoration rather than a WeakMap keyed by request: with a WeakMap, garbage collection took about a
   // quarter of the server's CPU per hook call (measured with bench/).
   fastify.decorateRequest('hookCall', null)
   fastify.decorateRequest('etag', null)
-  fastify.decorateRequest('releaseBody', null)
 
   const limits = bodyLimits(options.bodyLimit)
   // One body of the largest size at a time, or several smaller ones (see BodyBudget).
@@ -77,24 +79,29 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
   const digests = new Map(options.controllers.filter(answersFromRequestAlone).flatMap((controller) =>
     definedHooks<unknown>(controller.hooks).map(([hook]) => [`/${controller.name}/${hook}`, requestDigest(controller, hook)])))
 
+  /**
+   * A body is read only once admitted into the budget, and gives its bytes back when its answer is done or its
+   * connection closes, whichever comes first (the response's `close` event covers both).
+   */
+  const admitBody = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const length = contentLength(request)
+    if (length !== undefined && length > limits.bytes) throw bodyTooLarge(limits.bytes)
+    const ticket = budget.ticket(length ?? limits.bytes)
+    reply.raw.once('close', ticket.release)
+    await ticket.admitted
+  }
+
   // Fastify's own JSON parser would collect, decode and scan every body before the route could answer a 304.
   fastify.removeContentTypeParser('application/json')
   fastify.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
-    const header = request.headers['content-length']
-    const expectedLength = header === undefined ? undefined : Number(header)
-    if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
-    const ticket = budget.ticket(expectedLength ?? limits.bytes)
-    request.releaseBody = ticket.release
-    await ticket.admitted
     const digest = digests.get(request.routeOptions.url ?? '')?.()
-    const body = await receiveBody(payload, limits, expectedLength, digest)
+    const body = await receiveBody(payload, limits, contentLength(request), digest)
     if (digest !== undefined) {
       request.etag = etag(digest)
       if (noneMatchHolds(request.headers['if-none-match'], request.etag)) return NOT_MODIFIED
     }
-    return parseBody(body)
+    return parseBody(body, limits)
   })
-  fastify.addHook('onRequestAbort', async (request) => { request.releaseBody?.() })
 
   if (options.bearerToken !== undefined) {
     const expected = digest(`Bearer ${options.bearerToken}`)
@@ -108,7 +115,6 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
   }
 
   fastify.addHook('onResponse', async (request: FastifyRequest, reply: FastifyReply) => {
-    request.releaseBody?.()
     const { controller, hook } = reply.routeOptions.config
     if (controller === undefined || hook === undefined) return
     const call = request.hookCall
@@ -153,12 +159,12 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const io = ioFor(controller, options.io)
     if (controller.type === 'composite') {
       for (const [hook, run] of definedHooks(controller.hooks)) {
-        fastify.post(`/${controller.name}/${hook}`, { schema: { body: CompositeRequestSchema }, config: { controller: controller.name, hook }, preValidation: notModified }, async (request, reply) =>
+        fastify.post(`/${controller.name}/${hook}`, { schema: { body: CompositeRequestSchema }, config: { controller: controller.name, hook }, preParsing: admitBody, preValidation: notModified }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.parent, async (context) => await run(request.body, context)))
       }
     } else {
       for (const [hook, run] of definedHooks(controller.hooks)) {
-        fastify.post(`/${controller.name}/${hook}`, { schema: { body: DecoratorRequestSchema }, config: { controller: controller.name, hook }, preValidation: notModified }, async (request, reply) =>
+        fastify.post(`/${controller.name}/${hook}`, { schema: { body: DecoratorRequestSchema }, config: { controller: controller.name, hook }, preParsing: admitBody, preValidation: notModified }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.object, async (context) => await run(request.body, context)))
       }
     }
