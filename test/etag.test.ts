@@ -27,8 +27,8 @@ interface Call {
 }
 
 /**
- * Metacontroller's ETag client: per parent (kind, namespace, name) the last 200 answer that carried an ETag, sent back
- * as If-None-Match; a 304 or 412 to a request that carried one gives the kept answer (an error when there is none), a
+ * Metacontroller's ETag client for one hook (it keeps a cache per hook): per parent (kind, namespace, name) the last 200
+ * answer that carried an ETag, sent back as If-None-Match; a 304 or 412 to a request that carried one gives the kept answer (an error when there is none), a
  * 200 with an ETag replaces what is kept, any other status is an error. The key ignores the request's content.
  */
 class EtagClient {
@@ -119,12 +119,12 @@ test('over HTTP: every composite\'s hooks carry ETags; PostgresWriter\'s never d
     await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
     await admin.end()
   })
-  const client = new EtagClient()
 
   for (const controller of controllers.filter(answersFromRequestAlone)) {
     const [request] = requestFixtures(controller.name) as [Json]
     for (const hook of hookNames(controller)) {
       const url = `${server.url}/${controller.name}/${hook}`
+      const client = new EtagClient()
       const first = await client.call(url, request)
       assert.equal(first.status, 200, `${url}: ${first.body}`)
       assert.ok(first.etag !== null, url)
@@ -136,7 +136,7 @@ test('over HTTP: every composite\'s hooks carry ETags; PostgresWriter\'s never d
 
   const url = `${server.url}/postgres-writer/sync`
   const request = fixture('postgres-writer', 'sync-create')
-  const first = await client.call(url, request)
+  const first = await new EtagClient().call(url, request)
   assert.equal(first.status, 200)
   assert.equal(first.etag, null)
   const { id } = JSON.parse(first.body).status
