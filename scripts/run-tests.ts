@@ -8,7 +8,8 @@ import { startEmbeddedPostgres } from '../hooks/database/embedded.js'
 /**
  * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e and
  * test/faults) against a
- * real PostgreSQL: DATABASE_URL when set, otherwise an embedded one started here and removed afterwards.
+ * real PostgreSQL: DATABASE_URL when set, otherwise an embedded one started here and removed afterwards. When it
+ * cannot start, one line says why and the exit code is 1.
  */
 
 function testFiles (dir: string, skip: string[]): string[] {
@@ -27,13 +28,17 @@ const files = args.length > 0
 let databaseUrl = process.env.DATABASE_URL
 let stopDatabase = async (): Promise<void> => {}
 if (databaseUrl === undefined || databaseUrl === '') {
-  const dataDir = await mkdtemp(join(tmpdir(), 'hooks-test-pg-'))
-  const postgres = await startEmbeddedPostgres({ dataDir, persistent: false })
-  process.stdout.write(`tests use an embedded PostgreSQL at ${postgres.description}\n`)
-  databaseUrl = postgres.connectionString
-  stopDatabase = async () => {
-    await postgres.stop()
-    await rm(dataDir, { recursive: true, force: true })
+  let dataDir: string | undefined
+  try {
+    dataDir = await mkdtemp(join(tmpdir(), 'hooks-test-pg-'))
+    const postgres = await startEmbeddedPostgres({ dataDir, persistent: false })
+    process.stdout.write(`tests use an embedded PostgreSQL at ${postgres.description}\n`)
+    databaseUrl = postgres.connectionString
+    stopDatabase = postgres.stop
+  } catch (error) {
+    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true })
+    process.stderr.write(`the tests' embedded PostgreSQL could not start: ${(error as Error).message} (or set DATABASE_URL to a database the tests may use)\n`)
+    process.exit(1)
   }
 }
 
@@ -41,6 +46,8 @@ const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-repo
   stdio: 'inherit',
   env: { ...process.env, DATABASE_URL: databaseUrl }
 })
+// Stopped from outside, the tests stop first; their database is removed once they have.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => { child.kill(signal) })
 const code = await new Promise<number>((resolve) => child.on('exit', (exitCode, signal) => { resolve(exitCode ?? (signal === null ? 1 : 128)) }))
 await stopDatabase()
 process.exit(code)
