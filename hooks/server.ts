@@ -39,7 +39,7 @@ if (connection === undefined) {
     })
   } catch (error) {
     const setOne = 'set DATABASE_URL, the PSQL_HOST/PSQL_PORT/PSQL_DBNAME/PSQL_USER/PSQL_PASSWORD variables, or libpq\'s PG* variables'
-    if (error instanceof EmbeddedPostgresError && !error.installed) fail(`no database configured: ${setOne} (the embedded development database is not installed here: ${error.message})`)
+    if (error instanceof EmbeddedPostgresError && !error.installed) fail(`no database configured: ${setOne} (${error.message}, so no development database can be started)`)
     fail(`the embedded development PostgreSQL could not start: ${(error as Error).message} (to use another database, ${setOne})`)
   }
   connection = { clientConfig: { connectionString: embedded.connectionString }, description: embedded.description }
