@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { podSetRequest } from '../test/fixtures/podset/observed-pods.js'
+import { podSetRequest } from '../test/podset/requests.js'
 
 /** The hook requests the benchmark sends: the test fixtures, compact as Metacontroller's Go encoder writes them. */
 

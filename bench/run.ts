@@ -1,13 +1,14 @@
-import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtemp, rm, writeFile } from 'node:fs/promises'
-import { cpus, tmpdir } from 'node:os'
+import { writeFile } from 'node:fs/promises'
+import { cpus } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { loadConfig } from '../hooks/config.js'
-import { freePort, startEmbeddedPostgres } from '../hooks/database/embedded.js'
+import { freePort } from '../hooks/database/embedded.js'
+import { startPostgres } from '../test/helpers/postgres-process.js'
+import { startServer as startServerProcess, waitForReadiness } from '../test/helpers/server-process.js'
 import { cpuMs, httpLoad, measurement, peakRss, poolLoad, type HttpLoad, type Measurement, type Sample } from './load.js'
 import { table, targetLines, targets, type Kind, type Row } from './report.js'
 import { compositeCases, postgresWriterCreate, postgresWriterResync, type CompositeCase } from './requests.js'
@@ -47,17 +48,10 @@ interface HookServer {
 async function startServer (env: NodeJS.ProcessEnv): Promise<HookServer> {
   const profileDir = process.env.BENCH_CPU_PROF
   const profile = profileDir === undefined || profileDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
-  // stdout (one log line per hook call, as in production) goes to /dev/null.
-  const child = spawn(process.execPath, [...profile, join(root, 'bench', 'server.js')], { env, stdio: ['ignore', 'ignore', 'inherit'] })
-  const exited = new Promise<void>((resolve) => child.once('exit', () => { resolve() }))
-  const pid = child.pid
-  if (pid === undefined) throw new Error('the bench server did not start')
-  const url = `http://127.0.0.1:${env.PORT}`
-  for (const deadline = Date.now() + 30_000; ; await sleep(100)) {
-    if (child.exitCode !== null) throw new Error(`the bench server exited with code ${child.exitCode}`)
-    if (Date.now() > deadline) throw new Error('the bench server was not ready within 30 s')
-    if (await fetch(`${url}/readyz`).then((response) => response.ok, () => false)) break
-  }
+  // stdout (one log line per hook call, as in production) is dropped.
+  const server = await startServerProcess({ entry: 'bench/server.js', nodeArgs: profile, env, port: Number(env.PORT), output: 'discard' })
+  await waitForReadiness(server, 200, 30_000)
+  const { pid, url } = server
 
   // Every reset first reads the peak since the last one, so the whole run's peak covers warm-ups and pauses too.
   let wholeRunPeak = 0
@@ -88,10 +82,7 @@ async function startServer (env: NodeJS.ProcessEnv): Promise<HookServer> {
       }
       throw new Error('the bench server stayed busy for 2 minutes after a run')
     },
-    stop: async () => {
-      child.kill('SIGTERM')
-      await exited
-    }
+    stop: async () => { await server.stop() }
   }
 }
 
@@ -161,13 +152,9 @@ const started = Date.now()
 let databaseUrl = process.env.DATABASE_URL ?? ''
 let stopDatabase = async (): Promise<void> => {}
 if (databaseUrl === '') {
-  const dataDir = await mkdtemp(join(tmpdir(), 'hooks-bench-pg-'))
-  const postgres = await startEmbeddedPostgres({ dataDir, persistent: false })
+  const postgres = await startPostgres()
   databaseUrl = postgres.connectionString
-  stopDatabase = async () => {
-    await postgres.stop()
-    await rm(dataDir, { recursive: true, force: true })
-  }
+  stopDatabase = postgres.remove
 }
 
 // A schema of this run's own, dropped at the end, so that DATABASE_URL may point at a database in use.

@@ -3,7 +3,7 @@ import { app, serverOptions } from '../dist/app.js'
 import { loadConfig } from '../dist/config.js'
 import { controllers } from '../dist/controllers.js'
 import { connectionFromEnvironment } from '../dist/database/connection.js'
-import { createPool } from '../dist/database/pool.js'
+import { connectPostgres } from '../dist/database/pool.js'
 
 /**
  * The production server (dist/, as dist/server.js runs it) plus the benchmark's baseline route, which exists only
@@ -16,15 +16,15 @@ const connection = connectionFromEnvironment()
 if (connection === undefined) throw new Error('bench/server.js needs DATABASE_URL')
 
 const fastify = Fastify(serverOptions(config))
-const pool = createPool(connection, config.database, fastify.log)
-await fastify.register(app, { config, controllers, pool, databaseDescription: connection.description, lifecycle: { draining: false } })
+const postgres = connectPostgres(connection, config.database, fastify.log)
+await fastify.register(app, { config, controllers, io: { postgres }, lifecycle: { draining: false } })
 
 // The limit of HTTP + JSON: fastify parses the same body as a hook's, and the answer is fixed and small.
 fastify.post('/bench/parse-only', async () => ({ ok: true }))
 
 process.once('SIGTERM', async () => {
   await fastify.close()
-  await pool.end()
+  await postgres.pool.end()
   // An explicit exit, so that `node --cpu-prof` writes its profile.
   process.exit(0)
 })

@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import type pg from 'pg'
 import type { Config } from './config.js'
-import type { Controller } from './controller.js'
+import type { Controller, Io } from './controller.js'
 import { ping } from './database/pool.js'
 import { HookError } from './errors.js'
 import { hookRoutes } from './hook-routes.js'
@@ -11,8 +10,8 @@ import { createMetrics } from './metrics.js'
 export interface AppOptions {
   config: Config
   controllers: readonly Controller[]
-  pool: pg.Pool | undefined
-  databaseDescription: string
+  /** The I/O the controllers declared (see `needed`); starting fails when one is missing. */
+  io: Partial<Io>
   /** Set by the server on SIGTERM: readiness turns 503 while in-flight hooks finish. */
   lifecycle: { draining: boolean }
   clock?: () => Date
@@ -51,7 +50,8 @@ export function serverOptions (config: Config): FastifyServerOptions & { https?:
 /** The whole application as one plugin: health, metrics, the hooks of every controller, one error handler. */
 export async function app (fastify: FastifyInstance, options: AppOptions): Promise<void> {
   const metrics = createMetrics()
-  const { config, pool } = options
+  const { config } = options
+  const pool = options.io.postgres?.pool
 
   fastify.setErrorHandler((error: FastifyError, request, reply) => {
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
@@ -97,7 +97,7 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
 
   await fastify.register(hookRoutes, {
     controllers: options.controllers,
-    dependencies: { pool, policy: config.database.policy, databaseDescription: options.databaseDescription },
+    io: options.io,
     metrics,
     clock: options.clock ?? (() => new Date()),
     bearerToken: config.bearerToken

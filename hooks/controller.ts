@@ -1,44 +1,36 @@
-import type { TObject } from '@sinclair/typebox'
-import type { FastifyBaseLogger } from 'fastify'
-import type pg from 'pg'
-import type { PostgresPolicy } from './config.js'
-import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse } from './wire/schemas.js'
+import type { CustomResource } from './custom-resource.js'
+import type { PostgresIo } from './database/pool.js'
+import { readParent, type ParentOf } from './parent.js'
+import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse, KubernetesObject } from './wire/schemas.js'
 
-/** What a hook sees besides its request: the time to stamp on new conditions, and a logger. */
-export interface HookContext {
+/**
+ * The contract of a controller: what it has (a resource, hooks, child kinds) and the I/O it declares. Routes,
+ * manifests, the render tool and the e2e install are all derived from it.
+ */
+
+/** Every kind of I/O a controller can declare in `needs`; a hook's context holds exactly the ones its controller declared. */
+export interface Io {
+  postgres: PostgresIo
+}
+export type Need = keyof Io
+
+/** What a hook gets besides its request. */
+export interface HookContext<R extends CustomResource, N extends Need = never> {
+  /** The time to stamp on a condition whose status changes. */
   now: string
-  log: FastifyBaseLogger
+  /** The parent, already checked to be of the controller's kind and to have a usable name. */
+  parent: ParentOf<R>
+  io: Pick<Io, N>
 }
 
-/** What the hooks may use for I/O; composites use none of it. */
-export interface Dependencies {
-  pool: pg.Pool | undefined
-  policy: PostgresPolicy
-  /** Where the pool points, without the password: for messages. */
-  databaseDescription: string
-}
+export type HookName = 'sync' | 'finalize'
 
-export interface PrinterColumn {
-  name: string
-  type: 'string' | 'integer' | 'date' | 'boolean' | 'number'
-  jsonPath: string
-}
+type Hook<Request, Response, Context> = (request: Request, context: Context) => Response | Promise<Response>
 
-/** Printer columns for the `Ready` condition's status and the object's age. */
-export const READY_COLUMN: PrinterColumn = { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' }
-export const AGE_COLUMN: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
-
-/** The parent custom resource: its CRD is generated from this (`npm run manifests`). */
-export interface CustomResource {
-  group: string
-  version: string
-  kind: string
-  plural: string
-  singular: string
-  shortNames?: string[]
-  spec: TObject
-  status: TObject
-  printerColumns: PrinterColumn[]
+interface Hooks<Request, Response, Context> {
+  sync: Hook<Request, Response, Context>
+  /** When present, Metacontroller calls it before a parent goes, and holds a finalizer on every parent until it is done. */
+  finalize?: Hook<Request, Response, Context>
 }
 
 export interface ChildResource {
@@ -47,36 +39,57 @@ export interface ChildResource {
   updateStrategy: 'InPlace' | 'OnDelete' | 'Recreate'
 }
 
-type Hook<Request, Response> = (request: Request, context: HookContext) => Response | Promise<Response>
-
-export interface CompositeHooks {
-  sync: Hook<CompositeRequest, CompositeResponse>
-  finalize?: Hook<CompositeRequest, CompositeResponse>
-}
-
-export interface DecoratorHooks {
-  sync: Hook<DecoratorRequest, DecoratorResponse>
-  finalize?: Hook<DecoratorRequest, DecoratorResponse>
-}
-
-interface ControllerBase {
+interface ControllerBase<R extends CustomResource, N extends Need> {
   /** The URL segment and the Metacontroller controller's name. */
   name: string
-  resource: CustomResource
-  /** Whether Metacontroller should call a finalize hook (and so hold a finalizer on every parent). */
-  hasFinalize: boolean
+  resource: R
+  /** The I/O its hooks use: `[]` for none. */
+  needs: readonly N[]
   resyncPeriodSeconds?: number
 }
 
-export interface CompositeController extends ControllerBase {
+export interface CompositeController<R extends CustomResource = CustomResource, N extends Need = never> extends ControllerBase<R, N> {
   type: 'composite'
   childResources: ChildResource[]
-  hooks: (dependencies: Dependencies) => CompositeHooks
+  hooks: Hooks<CompositeRequest, CompositeResponse, HookContext<R, N>>
 }
 
-export interface DecoratorController extends ControllerBase {
+export interface DecoratorController<R extends CustomResource = CustomResource, N extends Need = never> extends ControllerBase<R, N> {
   type: 'decorator'
-  hooks: (dependencies: Dependencies) => DecoratorHooks
+  hooks: Hooks<DecoratorRequest, DecoratorResponse, HookContext<R, N>>
 }
 
-export type Controller = CompositeController | DecoratorController
+/** Any controller, whatever its resource and needs: what the registry and the code derived from it hold. */
+export type Controller = CompositeController<any, any> | DecoratorController<any, any>
+
+/** The hooks defined, by name: `sync`, and `finalize` when there is one. */
+export function definedHooks<H> (hooks: { sync: H, finalize?: H }): Array<[HookName, H]> {
+  return hooks.finalize === undefined ? [['sync', hooks.sync]] : [['sync', hooks.sync], ['finalize', hooks.finalize]]
+}
+
+/** The hooks a controller has: `sync`, and `finalize` when it defines one. */
+export function hookNames (controller: Controller): HookName[] {
+  return definedHooks<unknown>(controller.hooks).map(([name]) => name)
+}
+
+/** The I/O that at least one of the controllers needs. */
+export function needed (controllers: readonly Controller[]): Set<Need> {
+  return new Set(controllers.flatMap((controller) => controller.needs))
+}
+
+/** The part of `available` a controller declared; fails (at start-up) when something it needs is missing. */
+export function ioFor (controller: Controller, available: Partial<Io>): Partial<Io> {
+  const io: Partial<Io> = {}
+  const needs: readonly Need[] = controller.needs
+  for (const need of needs) {
+    const provided = available[need]
+    if (provided === undefined) throw new Error(`controller ${controller.name} needs ${need}, but none was configured`)
+    io[need] = provided
+  }
+  return io
+}
+
+/** The context of one hook call: the parent (`parent`, or a decorator's `object`) read for the controller's resource. */
+export function hookContext (controller: Controller, object: KubernetesObject, now: string, io: Partial<Io>): HookContext<any, any> {
+  return { now, parent: readParent(controller.resource, object, controller.type === 'composite' ? 'parent' : 'object'), io }
+}

@@ -1,29 +1,25 @@
 import { timingSafeEqual, createHash } from 'node:crypto'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Controller, Dependencies, HookContext } from './controller.js'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { definedHooks, hookContext, ioFor, type Controller, type HookContext, type HookName, type Io } from './controller.js'
 import { HookError } from './errors.js'
 import type { Metrics, Outcome } from './metrics.js'
-import { kubernetesTime } from './wire/conditions.js'
+import { kubernetesTime, observedConditions } from './wire/conditions.js'
 import { objectKey } from './wire/objects.js'
 import {
   CompositeRequestSchema, DecoratorRequestSchema,
-  type CompositeRequest, type DecoratorRequest, type KubernetesObject
+  type CompositeResponse, type DecoratorResponse, type KubernetesObject
 } from './wire/schemas.js'
 
 export interface HookRoutesOptions {
   controllers: readonly Controller[]
-  dependencies: Dependencies
+  io: Partial<Io>
   metrics: Metrics
   clock: () => Date
   bearerToken: string | undefined
 }
 
-interface HookResponse {
-  status?: unknown
-  children?: unknown[]
-  attachments?: unknown[]
-  finalized?: boolean
-}
+type HookResponse = CompositeResponse | DecoratorResponse
 
 interface CallSummary {
   parent: KubernetesObject
@@ -33,7 +29,7 @@ interface CallSummary {
 declare module 'fastify' {
   interface FastifyContextConfig {
     controller?: string
-    hook?: 'sync' | 'finalize'
+    hook?: HookName
   }
   interface FastifyRequest {
     /** What the hook call's log line and metric need, set by the handler. */
@@ -43,9 +39,7 @@ declare module 'fastify' {
 
 /** Answered with Ready=False, or finalize not done yet. */
 function notReady (response: HookResponse): boolean {
-  if (response.finalized === false) return true
-  const conditions = (response.status as { conditions?: Array<{ type?: string, status?: string }> } | null | undefined)?.conditions
-  return Array.isArray(conditions) && conditions.some((c) => c.type === 'Ready' && c.status === 'False')
+  return response.finalized === false || observedConditions(response.status).some((c) => c.type === 'Ready' && c.status === 'False')
 }
 
 function outcomeOf (statusCode: number, response: HookResponse | undefined): Outcome {
@@ -57,7 +51,7 @@ function outcomeOf (statusCode: number, response: HookResponse | undefined): Out
 const digest = (value: string): Buffer => createHash('sha256').update(value).digest()
 
 /** `POST /<controller>/sync` and `/finalize` for every controller, with one log line and one metric per call. */
-export async function hookRoutes (fastify: FastifyInstance, options: HookRoutesOptions): Promise<void> {
+export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (fastify, options) => {
   // A request decoration rather than a WeakMap keyed by request: with a WeakMap, garbage collection took about a
   // quarter of the server's CPU per hook call (measured with bench/).
   fastify.decorateRequest('hookCall', null)
@@ -88,35 +82,37 @@ export async function hookRoutes (fastify: FastifyInstance, options: HookRoutesO
       outcome,
       statusCode: reply.statusCode,
       durationMs: Math.round(reply.elapsedTime * 100) / 100,
-      children: (response?.children ?? response?.attachments)?.length
+      children: response === undefined ? undefined : 'children' in response ? response.children.length : response.attachments.length
     }, `${controller} ${hook} ${outcome}`)
   })
 
-  const route = <Request extends CompositeRequest | DecoratorRequest>(
-    controller: string,
-    hook: 'sync' | 'finalize',
-    schema: typeof CompositeRequestSchema | typeof DecoratorRequestSchema,
-    parentOf: (request: Request) => KubernetesObject,
-    handler: (request: Request, context: HookContext) => HookResponse | Promise<HookResponse>
-  ): void => {
-    fastify.post(`/${controller}/${hook}`, { schema: { body: schema }, config: { controller, hook } }, async (request) => {
-      const body = request.body as Request
-      const call: CallSummary = { parent: parentOf(body) }
-      request.hookCall = call
-      call.response = await handler(body, { now: kubernetesTime(options.clock()), log: request.log })
-      return call.response
-    })
+  /** Reads the parent, runs the hook, and keeps what the log line and the metric need. */
+  const call = async <Response extends HookResponse>(
+    request: FastifyRequest,
+    controller: Controller,
+    io: Partial<Io>,
+    parent: KubernetesObject,
+    run: (context: HookContext<any, any>) => Response | Promise<Response>
+  ): Promise<Response> => {
+    const summary: CallSummary = { parent }
+    request.hookCall = summary
+    const response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io))
+    summary.response = response
+    return response
   }
 
   for (const controller of options.controllers) {
+    const io = ioFor(controller, options.io)
     if (controller.type === 'composite') {
-      const hooks = controller.hooks(options.dependencies)
-      route<CompositeRequest>(controller.name, 'sync', CompositeRequestSchema, (r) => r.parent, hooks.sync)
-      if (hooks.finalize !== undefined) route<CompositeRequest>(controller.name, 'finalize', CompositeRequestSchema, (r) => r.parent, hooks.finalize)
+      for (const [hook, run] of definedHooks(controller.hooks)) {
+        fastify.post(`/${controller.name}/${hook}`, { schema: { body: CompositeRequestSchema }, config: { controller: controller.name, hook } }, async (request) =>
+          await call(request, controller, io, request.body.parent, async (context) => await run(request.body, context)))
+      }
     } else {
-      const hooks = controller.hooks(options.dependencies)
-      route<DecoratorRequest>(controller.name, 'sync', DecoratorRequestSchema, (r) => r.object, hooks.sync)
-      if (hooks.finalize !== undefined) route<DecoratorRequest>(controller.name, 'finalize', DecoratorRequestSchema, (r) => r.object, hooks.finalize)
+      for (const [hook, run] of definedHooks(controller.hooks)) {
+        fastify.post(`/${controller.name}/${hook}`, { schema: { body: DecoratorRequestSchema }, config: { controller: controller.name, hook } }, async (request) =>
+          await call(request, controller, io, request.body.object, async (context) => await run(request.body, context)))
+      }
     }
   }
 }

@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
-import type pg from 'pg'
 import { app, serverOptions } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
+import { needed, type Io } from './controller.js'
 import { controllers } from './controllers.js'
 import { connectionFromEnvironment, type Connection } from './database/connection.js'
 import { developmentDataDir, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
-import { createPool } from './database/pool.js'
+import { connectPostgres } from './database/pool.js'
 
 /** The standalone entry point: configuration, database, listen, graceful shutdown. */
 
@@ -27,9 +27,12 @@ try {
 const fastify = Fastify(serverOptions(config))
 const lifecycle = { draining: false }
 
+// Only the I/O some controller declared: a server of composites alone needs no database at all.
+const io: Partial<Io> = {}
+const needsPostgres = needed(controllers).has('postgres')
 let embedded: EmbeddedPostgres | undefined
 let connection = configured
-if (connection === undefined) {
+if (connection === undefined && needsPostgres) {
   try {
     embedded = await startEmbeddedPostgres({
       dataDir: developmentDataDir(),
@@ -46,8 +49,8 @@ if (connection === undefined) {
   fastify.log.info({ database: embedded.description, dataDir: embedded.dataDir }, `no database configured: started an embedded PostgreSQL at ${embedded.description} (password "postgres", data in ${embedded.dataDir})`)
 }
 
-const pool: pg.Pool = createPool(connection, config.database, fastify.log)
-await fastify.register(app, { config, controllers, pool, databaseDescription: connection.description, lifecycle })
+if (connection !== undefined && needsPostgres) io.postgres = connectPostgres(connection, config.database, fastify.log)
+await fastify.register(app, { config, controllers, io, lifecycle })
 
 async function shutdown (signal: string): Promise<void> {
   if (lifecycle.draining) return
@@ -62,7 +65,7 @@ async function shutdown (signal: string): Promise<void> {
   }, config.shutdownTimeoutMs)
   await sleep(delayMs)
   await fastify.close()
-  await pool.end()
+  await io.postgres?.pool.end()
   await embedded?.stop()
   clearTimeout(deadline)
   fastify.log.info('stopped')
@@ -73,10 +76,10 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => 
 
 try {
   await fastify.listen({ port: config.port, host: config.host })
-  fastify.log.info({ controllers: controllers.map((c) => c.name), database: connection.description }, 'hook server ready')
+  fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description }, 'hook server ready')
 } catch (error) {
   fastify.log.error({ err: error }, `cannot listen on ${config.host}:${config.port}`)
-  await pool.end()
+  await io.postgres?.pool.end()
   await embedded?.stop()
   process.exit(1)
 }

@@ -14,13 +14,17 @@
 #   E2E_BUILD_P   go build -p (default 2)
 #   E2E_FORCE=1   rebuild everything
 #   E2E_ONLY      space-separated subset of: kube-apiserver kube-controller-manager kubectl etcd metacontroller
+#   E2E_METACONTROLLER  another Metacontroller binary for the suite to run (test/e2e/rig/metacontroller.ts): when set,
+#                 Metacontroller is not built here
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RIG="$ROOT/test/e2e/rig"
 BIN=${E2E_BIN_DIR:-$ROOT/.cache/e2e-bin}
 P=${E2E_BUILD_P:-2}
-ONLY=${E2E_ONLY:-kube-apiserver kube-controller-manager kubectl etcd metacontroller}
+ALL="kube-apiserver kube-controller-manager kubectl etcd"
+[[ -n "${E2E_METACONTROLLER:-}" ]] || ALL+=" metacontroller"
+ONLY=${E2E_ONLY:-$ALL}
 
 KUBE_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8

@@ -1,6 +1,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import { stringify } from 'yaml'
-import type { Controller, CustomResource } from '../hooks/controller.js'
+import { hookNames, type Controller, type HookName } from '../hooks/controller.js'
+import type { CustomResource } from '../hooks/custom-resource.js'
 
 /**
  * Generated manifests: each controller's CRD (from the same TypeBox schemas that validate the hooks) and its
@@ -24,7 +25,13 @@ export function structural (schema: TSchema | JsonSchema): JsonSchema {
   const result: JsonSchema = {}
   for (const [key, value] of Object.entries(source)) {
     if (key === '$id' || key === 'const') continue
-    if (key === 'properties') {
+    if (key === 'required') {
+      // A field with a default is always present once the API server has applied it, so the schemas declare it
+      // required (their static types are the spec the hooks see); the user need not write it.
+      const properties = source.properties as Record<string, JsonSchema>
+      const required = (value as string[]).filter((name) => !('default' in (properties[name] ?? {})))
+      if (required.length > 0) result.required = required
+    } else if (key === 'properties') {
       result.properties = Object.fromEntries(Object.entries(value as Record<string, JsonSchema>).map(([name, property]) => [name, structural(property)]))
     } else if (key === 'patternProperties') {
       result.additionalProperties = structural(Object.values(value as Record<string, JsonSchema>)[0] ?? {})
@@ -54,7 +61,7 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
       scope: 'Namespaced',
       names: {
         kind: resource.kind,
-        listKind: `${resource.kind}List`,
+        listKind: resource.listKind,
         plural: resource.plural,
         singular: resource.singular,
         ...(resource.shortNames === undefined ? {} : { shortNames: resource.shortNames })
@@ -71,7 +78,7 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
             required: ['spec'],
             properties: {
               spec: structural(resource.spec),
-              status: structural(resource.status)
+              status: structural(resource.statusSchema)
             }
           }
         }
@@ -80,15 +87,15 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
   }
 }
 
-function webhook (controller: Controller, hook: 'sync' | 'finalize'): JsonSchema {
+function webhook (controller: Controller, hook: HookName): JsonSchema {
   return { version: 'v2', webhook: { service: HOOK_SERVICE, path: `/${controller.name}/${hook}`, timeout: WEBHOOK_TIMEOUT } }
 }
 
 export function metacontrollerManifest (controller: Controller): JsonSchema {
   const { resource } = controller
-  const hooks = { sync: webhook(controller, 'sync'), ...(controller.hasFinalize ? { finalize: webhook(controller, 'finalize') } : {}) }
+  const hooks = Object.fromEntries(hookNames(controller).map((hook) => [hook, webhook(controller, hook)]))
   const resync = controller.resyncPeriodSeconds === undefined ? {} : { resyncPeriodSeconds: controller.resyncPeriodSeconds }
-  const parent = { apiVersion: `${resource.group}/${resource.version}`, resource: resource.plural }
+  const parent = { apiVersion: resource.apiVersion, resource: resource.plural }
   if (controller.type === 'decorator') {
     return {
       apiVersion: 'metacontroller.k8s.io/v1alpha1',

@@ -1,8 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { parseAllDocuments, stringify } from 'yaml'
 import { controllers } from '../hooks/controllers.js'
-import { loadConfig } from '../hooks/config.js'
-import type { CompositeController } from '../hooks/controller.js'
+import { hookContext, type Controller } from '../hooks/controller.js'
 import { kubernetesTime } from '../hooks/wire/conditions.js'
 import { groupKey, objectKey } from '../hooks/wire/objects.js'
 import type { KubernetesObject, ObjectMap } from '../hooks/wire/schemas.js'
@@ -41,12 +40,15 @@ if (resourcePath === undefined || (observedAt !== -1 && observedPath === undefin
 
 const [parent] = await readObjects(resourcePath)
 if (parent === undefined) fail(`${resourcePath} holds no object`)
-const controller = controllers.find(({ resource }) => parent.apiVersion === `${resource.group}/${resource.version}` && parent.kind === resource.kind)
+const controller = controllers.find(({ resource }) => parent.apiVersion === resource.apiVersion && parent.kind === resource.kind)
 if (controller === undefined) {
-  fail(`${parent.apiVersion} ${parent.kind} is not served here; render knows ${controllers.map((c) => `${c.resource.group}/${c.resource.version} ${c.resource.kind}`).join(', ')}`)
+  fail(`${parent.apiVersion} ${parent.kind} is not served here; render knows ${controllers.map((c) => `${c.resource.apiVersion} ${c.resource.kind}`).join(', ')}`)
+}
+if (controller.needs.length > 0) {
+  fail(`${parent.kind} needs ${controller.needs.join(' and ')}, so it has no offline answer: run \`npm start\` and curl /${controller.name}/sync with a fixture (see README)`)
 }
 if (controller.type !== 'composite') {
-  fail(`${parent.kind} writes to PostgreSQL, so it has no offline answer: run \`npm start\` and curl /${controller.name}/sync with a fixture (see README)`)
+  fail(`render answers for CompositeControllers, and ${controller.name} is a DecoratorController: run \`npm start\` and curl /${controller.name}/sync with a fixture (see README)`)
 }
 
 const namespace = parent.metadata.namespace ?? 'default'
@@ -60,16 +62,15 @@ const request = {
   related: {},
   finalizing: false
 }
-const hooks = controller.hooks({ pool: undefined, policy: loadConfig({}).database.policy, databaseDescription: 'none' })
 try {
-  const answer = await hooks.sync(request, { now: kubernetesTime(new Date()), log: console as never })
+  const answer = await controller.hooks.sync(request, hookContext(controller, request.parent, kubernetesTime(new Date()), {}))
   process.stdout.write(stringify(answer, { lineWidth: 0, aliasDuplicateObjects: false }))
 } catch (error) {
   fail(`the hook refused ${parent.kind} ${namespace}/${parent.metadata.name}: ${(error as Error).message}`)
 }
 
 /** The observed children as Metacontroller groups them; groups without objects may be left out, hooks treat them as empty. */
-function observedChildren (composite: CompositeController, objects: KubernetesObject[], parentNamespace: string): ObjectMap {
+function observedChildren (composite: Extract<Controller, { type: 'composite' }>, objects: KubernetesObject[], parentNamespace: string): ObjectMap {
   const map: ObjectMap = {}
   for (const object of objects) {
     if (!composite.childResources.some(({ apiVersion }) => apiVersion === object.apiVersion)) {

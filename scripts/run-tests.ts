@@ -1,9 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { startEmbeddedPostgres } from '../hooks/database/embedded.js'
+import { startPostgres } from '../test/helpers/postgres-process.js'
 
 /**
  * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e,
@@ -27,15 +25,12 @@ const files = args.length > 0
 let databaseUrl = process.env.DATABASE_URL
 let stopDatabase = async (): Promise<void> => {}
 if (databaseUrl === undefined || databaseUrl === '') {
-  let dataDir: string | undefined
   try {
-    dataDir = await mkdtemp(join(tmpdir(), 'hooks-test-pg-'))
-    const postgres = await startEmbeddedPostgres({ dataDir, persistent: false })
+    const postgres = await startPostgres()
     process.stdout.write(`tests use an embedded PostgreSQL at ${postgres.description}\n`)
     databaseUrl = postgres.connectionString
-    stopDatabase = postgres.stop
+    stopDatabase = postgres.remove
   } catch (error) {
-    if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true })
     process.stderr.write(`the tests' embedded PostgreSQL could not start: ${(error as Error).message} (or set DATABASE_URL to a database the tests may use)\n`)
     process.exit(1)
   }

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { controllers } from '../hooks/controllers.js'
+import { podSet } from '../hooks/podset/index.js'
 import { build } from './helpers/app.js'
-import { fixture } from './helpers/fixtures.js'
+import { fixture, requestFixtures } from './helpers/fixtures.js'
 
 const UNREACHABLE = 'postgres://nobody:secret@127.0.0.1:1/none'
 
@@ -20,6 +22,22 @@ test('/healthz answers while /readyz follows the database and draining', async (
   assert.equal(unready.statusCode, 503)
   assert.equal(unready.json().status, 'database unavailable')
   assert.doesNotMatch(unready.body, /secret/, 'the password never appears')
+})
+
+test('an app of composites alone needs no database: no pool, ready, and every hook answers', async (t) => {
+  const composites = controllers.filter((controller) => controller.type === 'composite')
+  // DATABASE_URL is set for the tests, but nothing here needs it.
+  const { app, pool } = await build(t, { controllers: composites })
+  assert.equal(pool, undefined)
+  assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
+  for (const controller of composites) {
+    const response = await app.inject({ method: 'POST', url: `/${controller.name}/sync`, payload: requestFixtures(controller.name)[0] })
+    assert.equal(response.statusCode, 200, `${controller.name}: ${response.body.slice(0, 300)}`)
+  }
+})
+
+test('an app whose controller needs PostgreSQL does not start without it, and says which', async (t) => {
+  await assert.rejects(build(t, { databaseUrl: false }), /^Error: controller postgres-writer needs postgres, but none was configured$/)
 })
 
 test('/metrics exposes the hook-duration histogram by controller, hook and outcome', async (t) => {
@@ -75,18 +93,8 @@ test('a 10 MiB request is accepted; one over HOOKS_BODY_LIMIT gets 413 naming th
 test('unknown routes get 404 and unexpected failures get 500 without details', async (t) => {
   const { app } = await build(t)
   assert.equal((await app.inject({ method: 'POST', url: '/nothing/sync', payload: {} })).statusCode, 404)
-  const failing = await build(t, {
-    databaseUrl: false,
-    controllers: [{
-      type: 'composite',
-      name: 'broken',
-      hasFinalize: false,
-      childResources: [],
-      resource: (await import('../hooks/postgres-writer/resource.js')).postgresWriterResource,
-      hooks: () => ({ sync: () => { throw new Error('secret internals') } })
-    }]
-  })
-  const response = await failing.app.inject({ method: 'POST', url: '/broken/sync', payload: { controller: {}, parent: { apiVersion: 'v1', kind: 'X', metadata: {} }, children: {} } })
+  const failing = await build(t, { controllers: [{ ...podSet, name: 'broken', hooks: { sync: () => { throw new Error('secret internals') } } }] })
+  const response = await failing.app.inject({ method: 'POST', url: '/broken/sync', payload: fixture('podset', 'first-sync') })
   assert.equal(response.statusCode, 500)
   assert.doesNotMatch(response.body, /secret internals/)
   assert.match(response.json().message, /log/)

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
 import type pg from 'pg'
+import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
 import { build } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
@@ -40,7 +41,7 @@ async function post (app: Awaited<ReturnType<typeof build>>['app'], url: string,
   return response.statusCode
 }
 
-const hookUrls = controllers.flatMap((c) => [`/${c.name}/sync`, ...(c.hasFinalize ? [`/${c.name}/finalize`] : [])])
+const hookUrls = controllers.flatMap((c) => hookNames(c).map((hook) => `/${c.name}/${hook}`))
 
 test('random JSON bodies never get a 500', async (t) => {
   const { app } = await build(t, { env: { PG_TABLE_ALLOWLIST: 'students' } })
@@ -69,7 +70,7 @@ test('hook requests with hostile specs, metadata and children never get a 500', 
       if (where === 'labels') parent.metadata.labels = value
       if (where === 'name') parent.metadata.name = value
       if (where === 'status') parent.status = value
-      for (const hook of controller.hasFinalize ? ['sync', 'finalize'] : ['sync']) {
+      for (const hook of hookNames(controller)) {
         await post(app, `/${controller.name}/${hook}`, JSON.stringify(request))
       }
     }

@@ -4,7 +4,6 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { parse, parseAllDocuments } from 'yaml'
 import { controllers } from '../hooks/controllers.js'
-import { specParser } from '../hooks/spec.js'
 import { HOOK_SERVICE } from '../scripts/manifests.js'
 
 const root = join(import.meta.dirname, '..', 'manifests')
@@ -62,8 +61,8 @@ test('each controller has its original sample in manifests/examples, and the hoo
     const documents = parseAllDocuments(await readFile(join(root, 'examples', `${controller.name}.yaml`), 'utf8'))
     const [sample] = (Array.isArray(documents) ? documents : [documents]).map((d) => d.toJS())
     const { resource } = controller
-    assert.equal(sample.apiVersion, `${resource.group}/${resource.version}`)
+    assert.equal(sample.apiVersion, resource.apiVersion)
     assert.equal(sample.kind, resource.kind)
-    assert.doesNotThrow(() => specParser(resource.spec, resource.kind)(sample.spec), controller.name)
+    assert.doesNotThrow(() => resource.parseSpec(sample.spec), controller.name)
   }
 })

@@ -1,33 +1,14 @@
 import assert from 'node:assert/strict'
-import { spawn, type ChildProcess } from 'node:child_process'
 import { readFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { freePort } from '../hooks/database/embedded.js'
 import { testDatabaseUrl } from './helpers/app.js'
 import { fixturePath } from './helpers/fixtures.js'
+import { spawnServer, startServer, type ServerProcess } from './helpers/server-process.js'
 
-const root = join(import.meta.dirname, '..')
-
-interface Server {
-  process: ChildProcess
-  output: () => string
-  exited: Promise<number | null>
-}
-
-function startServer (env: Record<string, string>): Server {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'hooks/server.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { resolve(code) }))
-  return { process: child, output: () => output, exited }
-}
-
-async function waitForLog (server: Server, text: string, timeoutMs = 20_000): Promise<void> {
+async function waitForLog (server: ServerProcess, text: string, timeoutMs = 20_000): Promise<void> {
   for (let waited = 0; !server.output().includes(text); waited += 50) {
     if (waited > timeoutMs) throw new Error(`server never logged ${JSON.stringify(text)}:\n${server.output()}`)
     await sleep(50)
@@ -44,14 +25,12 @@ test('SIGTERM: in-flight hooks complete, then the process exits 0', async (t) =>
   })
   await admin.query(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.students (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL)`)
 
-  const port = await freePort()
-  const server = startServer({ PORT: String(port), HOST: '127.0.0.1', DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: schema, PG_STATEMENT_TIMEOUT: '15' })
-  t.after(() => { server.process.kill('SIGKILL') })
-  await waitForLog(server, 'hook server ready')
+  const server = await startServer({ env: { DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: schema, PG_STATEMENT_TIMEOUT: '15' } })
+  t.after(async () => { await server.stop() })
 
   // Hold the table so that the hook is still running when SIGTERM arrives.
   await admin.query(`BEGIN; LOCK TABLE ${schema}.students IN ACCESS EXCLUSIVE MODE`)
-  const inFlight = fetch(`http://127.0.0.1:${port}/postgres-writer/sync`, {
+  const inFlight = fetch(`${server.url}/postgres-writer/sync`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: await readFile(fixturePath('postgres-writer', 'sync-create'))
@@ -72,7 +51,7 @@ test('SIGTERM: in-flight hooks complete, then the process exits 0', async (t) =>
 })
 
 test('a bad configuration value stops start-up with exit code 1 and a message naming the variable', async () => {
-  const server = startServer({ PORT: 'eighty', HOOKS_BODY_LIMIT: 'huge', DATABASE_URL: 'postgres://user:hunter2@127.0.0.1:1/db' })
+  const server = spawnServer({ env: { PORT: 'eighty', HOOKS_BODY_LIMIT: 'huge', DATABASE_URL: 'postgres://user:hunter2@127.0.0.1:1/db' } })
   assert.equal(await server.exited, 1)
   assert.match(server.output(), /PORT='eighty': expected a whole number/)
   assert.match(server.output(), /HOOKS_BODY_LIMIT='huge'/)
@@ -82,30 +61,27 @@ test('a bad configuration value stops start-up with exit code 1 and a message na
 test('logs and answers never contain the database password or the bearer token', async (t) => {
   const password = 'pw-Zx81-never-log'
   const token = 'tok-Qq42-never-log'
-  const port = await freePort()
-  const server = startServer({
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'trace',
-    DATABASE_URL: `postgres://hooks:${password}@127.0.0.1:1/hooks`,
-    PG_CONNECT_TIMEOUT: '1',
-    HOOKS_BEARER_TOKEN: token
+  const server = await startServer({
+    env: {
+      LOG_LEVEL: 'trace',
+      DATABASE_URL: `postgres://hooks:${password}@127.0.0.1:1/hooks`,
+      PG_CONNECT_TIMEOUT: '1',
+      HOOKS_BEARER_TOKEN: token
+    }
   })
-  t.after(() => { server.process.kill('SIGKILL') })
-  await waitForLog(server, 'hook server ready')
+  t.after(async () => { await server.stop() })
   const body = await readFile(fixturePath('postgres-writer', 'sync-create'))
   const answers: string[] = []
   for (const authorization of [`Bearer ${token}`, 'Bearer wrong', `Bearer ${token}x`]) {
     for (const hook of ['sync', 'finalize']) {
-      const response = await fetch(`http://127.0.0.1:${port}/postgres-writer/${hook}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body })
+      const response = await fetch(`${server.url}/postgres-writer/${hook}`, { method: 'POST', headers: { 'content-type': 'application/json', authorization }, body })
       answers.push(await response.text())
     }
   }
-  answers.push(await (await fetch(`http://127.0.0.1:${port}/readyz`)).text())
-  answers.push(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text())
+  answers.push(await (await fetch(`${server.url}/readyz`)).text())
+  answers.push(await (await fetch(`${server.url}/metrics`)).text())
   assert.match(answers[0] ?? '', /DatabaseUnavailable/, 'the database really was called and failed')
-  server.process.kill('SIGTERM')
-  assert.equal(await server.exited, 0)
+  assert.equal(await server.stop(), 0)
   for (const text of [server.output(), ...answers]) {
     assert.doesNotMatch(text, new RegExp(password))
     assert.doesNotMatch(text, new RegExp(token))

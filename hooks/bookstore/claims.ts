@@ -1,3 +1,4 @@
+import type { PersistentVolumeClaim } from 'kubernetes-types/core/v1.js'
 import type { KubernetesObject } from '../wire/schemas.js'
 import { compareQuantities, parseQuantity, type Quantity } from './quantity.js'
 
@@ -15,6 +16,8 @@ export interface DesiredSize {
   text: string
   quantity: Quantity
 }
+
+type ObservedClaim = KubernetesObject & PersistentVolumeClaim
 
 export interface ClaimPlan {
   name: string
@@ -57,8 +60,8 @@ function claimOrdinal (statefulSetName: string, name: string): number | undefine
   return /^(0|[1-9]\d{0,8})$/.test(suffix) ? Number(suffix) : undefined
 }
 
-function observedRequest (claim: KubernetesObject): { text: string, quantity: Quantity } {
-  const text = (claim.spec as { resources?: { requests?: { storage?: unknown } } } | undefined)?.resources?.requests?.storage
+function observedRequest (claim: ObservedClaim): { text: string, quantity: Quantity } {
+  const text: unknown = claim.spec?.resources?.requests?.storage
   const quantity = typeof text === 'string' ? parseQuantity(text) : undefined
   if (typeof text !== 'string' || quantity === undefined) {
     throw new Error(`PersistentVolumeClaim ${claim.metadata.name} requests storage ${JSON.stringify(text)}, which is not a quantity`)
@@ -66,21 +69,21 @@ function observedRequest (claim: KubernetesObject): { text: string, quantity: Qu
   return { text, quantity }
 }
 
-function isBound (claim: KubernetesObject): boolean {
-  return (claim.status as { phase?: unknown } | undefined)?.phase === 'Bound'
+function isBound (claim: ObservedClaim): boolean {
+  return claim.status?.phase === 'Bound'
 }
 
-function observedStorageClassName (claim: KubernetesObject): string | undefined {
-  const value = (claim.spec as { storageClassName?: unknown } | undefined)?.storageClassName
+function observedStorageClassName (claim: ObservedClaim): string | undefined {
+  const value: unknown = claim.spec?.storageClassName
   return typeof value === 'string' ? value : undefined
 }
 
 export function planVolumes (
   statefulSetName: string,
   db: { replicas: number, size: DesiredSize, storageClassName: string | undefined },
-  observedClaims: ReadonlyMap<string, KubernetesObject>
+  observedClaims: ReadonlyMap<string, ObservedClaim>
 ): VolumePlan {
-  const observedByOrdinal = new Map<number, KubernetesObject>()
+  const observedByOrdinal = new Map<number, ObservedClaim>()
   for (const [name, claim] of observedClaims) {
     const ordinal = claimOrdinal(statefulSetName, name)
     if (ordinal !== undefined) observedByOrdinal.set(ordinal, claim)

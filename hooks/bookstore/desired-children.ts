@@ -1,6 +1,7 @@
 import type { Deployment, StatefulSet } from 'kubernetes-types/apps/v1.js'
 import type { Container, PersistentVolumeClaim, Service } from 'kubernetes-types/core/v1.js'
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js'
+import type { ParentMetadata } from '../parent.js'
 import { recommendedLabels } from '../wire/objects.js'
 import type { KubernetesObject } from '../wire/schemas.js'
 import { CLAIM_TEMPLATE_NAME, type ClaimPlan, type VolumePlan } from './claims.js'
@@ -10,6 +11,8 @@ import type { BookStoreSpec } from './resource.js'
  * The desired children of a BookStore, built from its spec alone (plus the two immutable things the API server
  * already holds: the StatefulSet's claim templates and each claim's storage class).
  */
+
+type ObservedStatefulSet = KubernetesObject & StatefulSet
 
 const APP_NAME = 'bookstore'
 const DATA_MOUNT_PATH = '/data/db'
@@ -37,9 +40,9 @@ function selector (instance: string, component: Component): Record<string, strin
   return Object.fromEntries(Object.entries(labels(instance, component)).filter(([key]) => SELECTOR_LABELS.has(key)))
 }
 
-function metadata (parent: KubernetesObject, name: string, component: Component): ObjectMeta & { name: string } {
-  const { namespace } = parent.metadata
-  return { name, ...(namespace === undefined ? {} : { namespace }), labels: labels(String(parent.metadata.name), component) }
+function metadata (parent: ParentMetadata, name: string, component: Component): ObjectMeta & { name: string } {
+  const { namespace } = parent
+  return { name, ...(namespace === undefined ? {} : { namespace }), labels: labels(parent.name, component) }
 }
 
 function image (component: { repository: string, tag: string }): string {
@@ -65,9 +68,9 @@ function sortedKeys<T> (value: T): T {
  * Metacontroller sends them back), so that the first answer and every later one are the same bytes.
  * The controller-uid label makes a claim the StatefulSet controller creates first adoptable by the BookStore.
  */
-function claimTemplates (parent: KubernetesObject, spec: BookStoreSpec, volumes: VolumePlan, observed: KubernetesObject | undefined): PersistentVolumeClaim[] {
-  const observedTemplates = (observed?.spec as { volumeClaimTemplates?: unknown } | undefined)?.volumeClaimTemplates
-  if (Array.isArray(observedTemplates)) return structuredClone(observedTemplates) as PersistentVolumeClaim[]
+function claimTemplates (parent: ParentMetadata, spec: BookStoreSpec, volumes: VolumePlan, observed: ObservedStatefulSet | undefined): PersistentVolumeClaim[] {
+  const observedTemplates = observed?.spec?.volumeClaimTemplates
+  if (Array.isArray(observedTemplates)) return structuredClone(observedTemplates)
   const { storageClassName } = spec.bookDB
   return [sortedKeys({
     apiVersion: 'v1',
@@ -75,8 +78,8 @@ function claimTemplates (parent: KubernetesObject, spec: BookStoreSpec, volumes:
     metadata: {
       name: CLAIM_TEMPLATE_NAME,
       labels: {
-        ...labels(String(parent.metadata.name), 'database'),
-        ...(parent.metadata.uid === undefined ? {} : { 'controller-uid': parent.metadata.uid })
+        ...labels(parent.name, 'database'),
+        ...(parent.uid === undefined ? {} : { 'controller-uid': parent.uid })
       }
     },
     spec: {
@@ -89,7 +92,7 @@ function claimTemplates (parent: KubernetesObject, spec: BookStoreSpec, volumes:
   })]
 }
 
-function databaseService (parent: KubernetesObject, spec: BookStoreSpec, names: ChildNames): Service {
+function databaseService (parent: ParentMetadata, spec: BookStoreSpec, names: ChildNames): Service {
   const { port } = spec.bookDB
   return {
     apiVersion: 'v1',
@@ -97,14 +100,14 @@ function databaseService (parent: KubernetesObject, spec: BookStoreSpec, names: 
     metadata: metadata(parent, names.db, 'database'),
     spec: {
       clusterIP: 'None',
-      selector: selector(String(parent.metadata.name), 'database'),
+      selector: selector(parent.name, 'database'),
       ports: [{ name: 'mongodb', port, targetPort: port, protocol: 'TCP' }]
     }
   }
 }
 
-function databaseStatefulSet (parent: KubernetesObject, spec: BookStoreSpec, names: ChildNames, volumes: VolumePlan, observed: KubernetesObject | undefined): StatefulSet {
-  const instance = String(parent.metadata.name)
+function databaseStatefulSet (parent: ParentMetadata, spec: BookStoreSpec, names: ChildNames, volumes: VolumePlan, observed: ObservedStatefulSet | undefined): StatefulSet {
+  const instance = parent.name
   const db = spec.bookDB
   return {
     apiVersion: 'apps/v1',
@@ -133,7 +136,7 @@ function databaseStatefulSet (parent: KubernetesObject, spec: BookStoreSpec, nam
   }
 }
 
-function databaseClaim (parent: KubernetesObject, claim: ClaimPlan): PersistentVolumeClaim {
+function databaseClaim (parent: ParentMetadata, claim: ClaimPlan): PersistentVolumeClaim {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
@@ -146,7 +149,7 @@ function databaseClaim (parent: KubernetesObject, claim: ClaimPlan): PersistentV
   }
 }
 
-function appService (parent: KubernetesObject, spec: BookStoreSpec, names: ChildNames): Service {
+function appService (parent: ParentMetadata, spec: BookStoreSpec, names: ChildNames): Service {
   const app = spec.bookApp
   return {
     apiVersion: 'v1',
@@ -154,7 +157,7 @@ function appService (parent: KubernetesObject, spec: BookStoreSpec, names: Child
     metadata: metadata(parent, names.app, 'app'),
     spec: {
       type: app.serviceType,
-      selector: selector(String(parent.metadata.name), 'app'),
+      selector: selector(parent.name, 'app'),
       ports: [{ name: 'http', port: app.port, targetPort: app.targetPort, protocol: 'TCP' }]
     }
   }
@@ -168,8 +171,8 @@ function databaseHost (names: ChildNames): string {
   return `${names.db}-0.${names.db}`
 }
 
-function appDeployment (parent: KubernetesObject, spec: BookStoreSpec, names: ChildNames): Deployment {
-  const instance = String(parent.metadata.name)
+function appDeployment (parent: ParentMetadata, spec: BookStoreSpec, names: ChildNames): Deployment {
+  const instance = parent.name
   const app = spec.bookApp
   const host = databaseHost(names)
   const port = String(spec.bookDB.port)
@@ -202,12 +205,12 @@ function appDeployment (parent: KubernetesObject, spec: BookStoreSpec, names: Ch
 
 /** Every child, in a fixed order: database Service, StatefulSet, claims by ordinal, app Service, Deployment. */
 export function desiredChildren (
-  parent: KubernetesObject,
+  parent: ParentMetadata,
   spec: BookStoreSpec,
   volumes: VolumePlan,
-  observedStatefulSet: KubernetesObject | undefined
+  observedStatefulSet: ObservedStatefulSet | undefined
 ): KubernetesObject[] {
-  const names = childNames(String(parent.metadata.name))
+  const names = childNames(parent.name)
   const children: Array<Service | StatefulSet | PersistentVolumeClaim | Deployment> = [
     databaseService(parent, spec, names),
     databaseStatefulSet(parent, spec, names, volumes, observedStatefulSet),

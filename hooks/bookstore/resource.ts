@@ -1,55 +1,54 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
-import { CommonStatusProperties } from '../wire/schemas.js'
+import { customResource } from '../custom-resource.js'
 
 /** The pattern Kubernetes itself publishes for resource quantities (as controller-gen writes it for a Quantity). */
 export const QUANTITY_PATTERN = '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'
 
 /** Every BookStore's StatefulSet is `<name>-mongodb`: its Pods' controller-revision-hash label must stay within 63 characters. */
-export const MAX_NAME_LENGTH = 44
+const MAX_NAME_LENGTH = 44
 
 /** Each database replica adds a claim to every answer; a MongoDB replica set has at most 50 members. */
 export const MAX_DB_REPLICAS = 50
 
 const ImageRepositorySchema = (options: { description: string, default?: string }) => Type.String({ minLength: 1, pattern: '^\\S+$', ...options })
 
-const ImageTagSchema = Type.Optional(Type.String({
+const ImageTagSchema = Type.String({
   pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$',
   default: 'latest',
   description: 'Image tag.'
-}))
+})
 
 const ImagePullPolicySchema = Type.Union([Type.Literal('Always'), Type.Literal('IfNotPresent'), Type.Literal('Never')], {
   description: 'Image pull policy; when unset, Kubernetes chooses (Always for the latest tag, IfNotPresent otherwise).'
 })
 
-const PortSchema = (description: string, defaultValue: number) => Type.Optional(Type.Integer({ minimum: 1, maximum: 65535, default: defaultValue, description }))
+const PortSchema = (description: string, defaultValue: number) => Type.Integer({ minimum: 1, maximum: 65535, default: defaultValue, description })
 
 export const BookAppSchema = Type.Object({
   repository: ImageRepositorySchema({ description: 'Image repository of the bookstore app, e.g. akash125/pyapp.' }),
   tag: ImageTagSchema,
   imagePullPolicy: Type.Optional(ImagePullPolicySchema),
-  replicas: Type.Optional(Type.Integer({ minimum: 0, maximum: 2147483647, default: 1, description: 'Replicas of the app Deployment.' })),
+  replicas: Type.Integer({ minimum: 0, maximum: 2147483647, default: 1, description: 'Replicas of the app Deployment.' }),
   port: PortSchema('Port of the app Service.', 80),
   targetPort: PortSchema('Port the app container listens on.', 3000),
-  serviceType: Type.Optional(Type.Union([Type.Literal('ClusterIP'), Type.Literal('NodePort'), Type.Literal('LoadBalancer')], {
+  serviceType: Type.Union([Type.Literal('ClusterIP'), Type.Literal('NodePort'), Type.Literal('LoadBalancer')], {
     default: 'ClusterIP',
     description: 'Type of the app Service.'
-  }))
+  })
 })
 
 export const BookDBSchema = Type.Object({
-  repository: Type.Optional(ImageRepositorySchema({ description: 'Image repository of the database.', default: 'mongo' })),
+  repository: ImageRepositorySchema({ description: 'Image repository of the database.', default: 'mongo' }),
   tag: ImageTagSchema,
   imagePullPolicy: Type.Optional(ImagePullPolicySchema),
-  replicas: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_DB_REPLICAS, default: 1, description: 'Replicas of the database StatefulSet; each has its own claim.' })),
+  replicas: Type.Integer({ minimum: 0, maximum: MAX_DB_REPLICAS, default: 1, description: 'Replicas of the database StatefulSet; each has its own claim.' }),
   port: PortSchema('Port MongoDB listens on (passed to mongod as --port).', 27017),
-  dbSize: Type.Optional(Type.Union([Type.Integer(), Type.String()], {
+  dbSize: Type.Union([Type.Integer(), Type.String()], {
     'x-kubernetes-int-or-string': true,
     pattern: QUANTITY_PATTERN,
     default: '1Gi',
     description: 'Size of each database volume (a quantity such as 1Gi). Raising it resizes the claims; volumes never shrink.'
-  })),
+  }),
   storageClassName: Type.Optional(Type.String({
     minLength: 1,
     maxLength: 253,
@@ -60,46 +59,39 @@ export const BookDBSchema = Type.Object({
 
 export const BookStoreSpecSchema = Type.Object({
   bookApp: BookAppSchema,
-  bookDB: Type.Optional(BookDBSchema)
+  bookDB: BookDBSchema
 })
-
-/** Every field with a default is present once the defaults are applied; the others stay optional. */
-type Defaulted<T, Optional extends keyof T> = Required<Omit<T, Optional>> & Pick<T, Optional>
-
-export interface BookStoreSpec {
-  bookApp: Defaulted<Static<typeof BookAppSchema>, 'imagePullPolicy'>
-  bookDB: Defaulted<Static<typeof BookDBSchema>, 'imagePullPolicy' | 'storageClassName'>
-}
+export type BookStoreSpec = Static<typeof BookStoreSpecSchema>
 
 const ReplicaCountsSchema = {
   replicas: Type.Integer({ description: 'Replicas asked for by the spec.' }),
   readyReplicas: Type.Integer({ description: 'Ready replicas, from the observed child.' })
 }
 
-export const BookStoreStatusSchema = Type.Object({
-  app: Type.Optional(Type.Object(ReplicaCountsSchema)),
-  db: Type.Optional(Type.Object({
-    ...ReplicaCountsSchema,
-    volumeSize: Type.String({ description: 'Size the database claims are requested at (the largest, when they differ).' })
-  })),
-  ...CommonStatusProperties
-})
-export type BookStoreStatus = Static<typeof BookStoreStatusSchema>
-
-export const bookStoreResource: CustomResource = {
+export const bookStoreResource = customResource({
   group: 'blog.velotio.com',
   version: 'v1alpha1',
   kind: 'BookStore',
-  plural: 'bookstores',
-  singular: 'bookstore',
+  name: {
+    maxLength: MAX_NAME_LENGTH,
+    // Service names are DNS labels that start with a letter.
+    pattern: { regex: '^[a-z]([-a-z0-9]*[a-z0-9])?$', meaning: "start with a letter, hold only lowercase letters, digits and '-', and end with a letter or digit" },
+    why: 'its children are named after it (Service <name>-bookstore, StatefulSet <name>-mongodb, whose Pods carry <name>-mongodb-<hash> in a label of at most 63 characters)'
+  },
   spec: BookStoreSpecSchema,
-  status: BookStoreStatusSchema,
+  status: {
+    app: Type.Optional(Type.Object(ReplicaCountsSchema)),
+    db: Type.Optional(Type.Object({
+      ...ReplicaCountsSchema,
+      volumeSize: Type.String({ description: 'Size the database claims are requested at (the largest, when they differ).' })
+    }))
+  },
   printerColumns: [
     { name: 'Service', type: 'string', jsonPath: '.spec.bookApp.serviceType' },
     { name: 'App Ready', type: 'integer', jsonPath: '.status.app.readyReplicas' },
     { name: 'DB Ready', type: 'integer', jsonPath: '.status.db.readyReplicas' },
-    { name: 'Volume', type: 'string', jsonPath: '.status.db.volumeSize' },
-    READY_COLUMN,
-    AGE_COLUMN
+    { name: 'Volume', type: 'string', jsonPath: '.status.db.volumeSize' }
   ]
-}
+})
+
+export type BookStoreStatus = Static<typeof bookStoreResource.statusSchema>

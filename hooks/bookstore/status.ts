@@ -1,19 +1,21 @@
-import { condition, observedConditions, readyCondition, type ConditionInput } from '../wire/conditions.js'
-import type { Condition, KubernetesObject } from '../wire/schemas.js'
+import type { Deployment, StatefulSet } from 'kubernetes-types/apps/v1.js'
+import { parentStatus, type ParentOf, type Readiness } from '../parent.js'
+import type { ConditionInput } from '../wire/conditions.js'
+import type { KubernetesObject } from '../wire/schemas.js'
 import type { KeptSize, VolumePlan } from './claims.js'
 import type { ChildNames } from './desired-children.js'
-import type { BookStoreSpec, BookStoreStatus } from './resource.js'
+import type { bookStoreResource, BookStoreSpec, BookStoreStatus } from './resource.js'
 
 /** The status of a BookStore, from its spec and its observed Deployment and StatefulSet. */
 
 export interface ObservedWorkloads {
-  deployment: KubernetesObject | undefined
-  statefulSet: KubernetesObject | undefined
+  deployment: (KubernetesObject & Deployment) | undefined
+  statefulSet: (KubernetesObject & StatefulSet) | undefined
 }
 
 /** `status.readyReplicas` of an observed workload; a missing child or status counts as none ready. */
-function readyReplicas (workload: KubernetesObject | undefined): number {
-  const value = (workload?.status as { readyReplicas?: unknown } | undefined)?.readyReplicas
+function readyReplicas (workload: ObservedWorkloads[keyof ObservedWorkloads]): number {
+  const value: unknown = workload?.status?.readyReplicas
   return typeof value === 'number' && Number.isInteger(value) && value > 0 ? value : 0
 }
 
@@ -24,7 +26,7 @@ interface Component {
   readyReplicas: number
 }
 
-function readiness (app: Component, db: Component): { ready: boolean, reason: string, message: string } {
+function readiness (app: Component, db: Component): Readiness {
   const counts = (component: Component): string => `${component.label} ${component.readyReplicas}/${component.replicas} (${component.child})`
   const waiting = [app, db].filter((component) => component.readyReplicas < component.replicas)
   if (waiting.length === 0) return { ready: true, reason: 'ReplicasReady', message: `all replicas ready: ${[app, db].map(counts).join(', ')}` }
@@ -33,7 +35,7 @@ function readiness (app: Component, db: Component): { ready: boolean, reason: st
 }
 
 /** Conditions that say why some claims do not request dbSize; present only while that is so. */
-function volumeConditions (spec: BookStoreSpec, volumes: VolumePlan, observed: readonly Condition[], generation: number | undefined, now: string): Condition[] {
+function volumeConditions (spec: BookStoreSpec, volumes: VolumePlan): ConditionInput[] {
   const kept = (claims: KeptSize[]): string => claims.map((claim) => `${claim.name} stays at ${claim.requested}`).join(', ')
   const dbSize = `spec.bookDB.dbSize ${spec.bookDB.dbSize}`
   const conditions: ConditionInput[] = []
@@ -53,29 +55,21 @@ function volumeConditions (spec: BookStoreSpec, volumes: VolumePlan, observed: r
       message: `${dbSize} waits for claims to be bound, as Kubernetes resizes only bound claims: ${kept(volumes.pendingResizes)} for now`
     })
   }
-  return conditions.map((input) => condition(input, observed, generation, now))
+  return conditions
 }
 
 export function bookStoreStatus (
-  parent: KubernetesObject,
+  parent: ParentOf<typeof bookStoreResource>,
+  now: string,
   spec: BookStoreSpec,
   names: ChildNames,
   volumes: VolumePlan,
-  workloads: ObservedWorkloads,
-  now: string
+  workloads: ObservedWorkloads
 ): BookStoreStatus {
-  const generation = parent.metadata.generation
-  const observed = observedConditions(parent.status)
   const app: Component = { label: 'app', child: `Deployment ${names.app}`, replicas: spec.bookApp.replicas, readyReplicas: readyReplicas(workloads.deployment) }
   const db: Component = { label: 'database', child: `StatefulSet ${names.db}`, replicas: spec.bookDB.replicas, readyReplicas: readyReplicas(workloads.statefulSet) }
-  const { ready, reason, message } = readiness(app, db)
-  return {
+  return parentStatus(parent, now, {
     app: { replicas: app.replicas, readyReplicas: app.readyReplicas },
-    db: { replicas: db.replicas, readyReplicas: db.readyReplicas, volumeSize: volumes.volumeSize },
-    ...(generation === undefined ? {} : { observedGeneration: generation }),
-    conditions: [
-      readyCondition(ready, reason, message, observed, generation, now),
-      ...volumeConditions(spec, volumes, observed, generation, now)
-    ]
-  }
+    db: { replicas: db.replicas, readyReplicas: db.readyReplicas, volumeSize: volumes.volumeSize }
+  }, readiness(app, db), volumeConditions(spec, volumes))
 }

@@ -1,13 +1,26 @@
 import pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
-import type { DatabaseConfig } from '../config.js'
+import type { DatabaseConfig, PostgresPolicy } from '../config.js'
 import type { Connection } from './connection.js'
+
+/** PostgreSQL as the controllers that declare `needs: ['postgres']` get it. */
+export interface PostgresIo {
+  pool: pg.Pool
+  policy: PostgresPolicy
+  /** Where the pool points, without the password: for messages. */
+  description: string
+}
+
+/** The pool and policy for `connection`; the caller ends the pool. */
+export function connectPostgres (connection: Connection, config: DatabaseConfig, log: FastifyBaseLogger): PostgresIo {
+  return { pool: createPool(connection, config, log), policy: config.policy, description: connection.description }
+}
 
 /**
  * One pool per process. Every timeout sits well below Metacontroller's 10 s webhook timeout, so a hook
  * answers with a status that says what is wrong instead of hanging.
  */
-export function createPool (connection: Connection, config: DatabaseConfig, log: FastifyBaseLogger): pg.Pool {
+function createPool (connection: Connection, config: DatabaseConfig, log: FastifyBaseLogger): pg.Pool {
   const pool = new pg.Pool({
     ...connection.clientConfig,
     max: config.poolMax,

@@ -3,17 +3,15 @@ import { podSetResource } from './resource.js'
 import { syncPodSet } from './sync.js'
 
 /** PodSet: `replicas` identical pods named by ordinal, as the kubebuilder tutorial's operator kept them. */
-export const podSet: CompositeController = {
+export const podSet: CompositeController<typeof podSetResource> = {
   type: 'composite',
   name: 'podset',
   resource: podSetResource,
-  hasFinalize: false,
+  needs: [],
   childResources: [
     // A pod's command (like most of its spec) cannot change once it exists, so InPlace would fail on every sync
     // after a spec change; Recreate deletes each pod whose applied spec differs, and the next sync creates it anew.
     { apiVersion: 'v1', resource: 'pods', updateStrategy: 'Recreate' }
   ],
-  hooks: () => ({
-    sync: (request, { now }) => syncPodSet(request, now)
-  })
+  hooks: { sync: syncPodSet }
 }

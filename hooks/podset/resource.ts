@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AGE_COLUMN, type CustomResource } from '../controller.js'
-import { CommonStatusProperties } from '../wire/schemas.js'
+import { customResource } from '../custom-resource.js'
 
 export const DEFAULT_REPLICAS = 1
 export const DEFAULT_IMAGE = 'busybox'
@@ -9,48 +8,43 @@ export const DEFAULT_COMMAND = ['sleep', '3600']
 export const MAX_REPLICAS = 10000
 
 export const PodSetSpecSchema = Type.Object({
-  replicas: Type.Optional(Type.Integer({
+  replicas: Type.Integer({
     format: 'int32',
     minimum: 0,
     maximum: MAX_REPLICAS,
     default: DEFAULT_REPLICAS,
     description: 'Number of pods, named <name>-pod-0 .. <name>-pod-<replicas-1>; a scale-down removes the highest ordinals.'
-  })),
-  image: Type.Optional(Type.String({
+  }),
+  image: Type.String({
     pattern: '^\\S+$',
     default: DEFAULT_IMAGE,
     description: 'Image of the pods\' only container.'
-  })),
-  command: Type.Optional(Type.Array(Type.String(), {
+  }),
+  command: Type.Array(Type.String(), {
     minItems: 1,
     default: DEFAULT_COMMAND,
     description: 'Command of the pods\' only container. Changing it (or the image) replaces the pods.'
-  }))
+  })
 }, {
   // The original sample's `spec:` holds only a comment, so it arrives as null: this default lets it apply unchanged.
   default: {}
 })
-/** The spec once its defaults are applied: every field is present. */
-export type PodSetSpec = Required<Static<typeof PodSetSpecSchema>>
+export type PodSetSpec = Static<typeof PodSetSpecSchema>
 
-export const PodSetStatusSchema = Type.Object({
-  readyReplicas: Type.Optional(Type.Integer({ format: 'int32', minimum: 0, description: 'Pods of the spec that are running or pending and not being deleted.' })),
-  podNames: Type.Optional(Type.Array(Type.String(), { description: 'Names of those pods, in ordinal order.' })),
-  ...CommonStatusProperties
-})
-export type PodSetStatus = Static<typeof PodSetStatusSchema>
-
-export const podSetResource: CustomResource = {
+export const podSetResource = customResource({
   group: 'batch.tutorial.kubebuilder.io',
   version: 'v1',
   kind: 'PodSet',
-  plural: 'podsets',
-  singular: 'podset',
+  name: { maxLength: 63, why: 'its pods carry it in their app label, a label value' },
   spec: PodSetSpecSchema,
-  status: PodSetStatusSchema,
+  status: {
+    readyReplicas: Type.Optional(Type.Integer({ format: 'int32', minimum: 0, description: 'Pods of the spec that are running or pending and not being deleted.' })),
+    podNames: Type.Optional(Type.Array(Type.String(), { description: 'Names of those pods, in ordinal order.' }))
+  },
   printerColumns: [
     { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas' },
-    { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' },
-    AGE_COLUMN
+    { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas' }
   ]
-}
+})
+
+export type PodSetStatus = Static<typeof podSetResource.statusSchema>

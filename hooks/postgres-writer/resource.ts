@@ -1,6 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
-import { CommonStatusProperties } from '../wire/schemas.js'
+import { customResource } from '../custom-resource.js'
 
 export const TABLE_NAME_PATTERN = '^[a-z_][a-z0-9_]{0,62}$'
 
@@ -12,28 +11,22 @@ export const PostgresWriterSpecSchema = Type.Object({
 })
 export type PostgresWriterSpec = Static<typeof PostgresWriterSpecSchema>
 
-export const PostgresWriterStatusSchema = Type.Object({
-  table: Type.Optional(Type.String({ description: 'Table that holds the row since the last successful sync.' })),
-  id: Type.Optional(Type.String({ description: 'Primary key of the row: <namespace>/<name>.' })),
-  ...CommonStatusProperties
-})
-export type PostgresWriterStatus = Static<typeof PostgresWriterStatusSchema>
-
-export const postgresWriterResource: CustomResource = {
+export const postgresWriterResource = customResource({
   group: 'demo.yash.com',
   version: 'v1',
   kind: 'PostgresWriter',
-  plural: 'postgreswriters',
-  singular: 'postgreswriter',
   shortNames: ['pgw'],
   spec: PostgresWriterSpecSchema,
-  status: PostgresWriterStatusSchema,
+  status: {
+    table: Type.Optional(Type.String({ description: 'Table that holds the row since the last successful sync.' })),
+    id: Type.Optional(Type.String({ description: 'Primary key of the row: <namespace>/<name>.' }))
+  },
   printerColumns: [
     { name: 'Table', type: 'string', jsonPath: '.spec.table' },
     { name: 'Name', type: 'string', jsonPath: '.spec.name' },
     { name: 'Age', type: 'integer', jsonPath: '.spec.age' },
-    { name: 'Country', type: 'string', jsonPath: '.spec.country' },
-    READY_COLUMN,
-    AGE_COLUMN
+    { name: 'Country', type: 'string', jsonPath: '.spec.country' }
   ]
-}
+})
+
+export type PostgresWriterStatus = Static<typeof postgresWriterResource.statusSchema>

@@ -1,10 +1,11 @@
 import type pg from 'pg'
 import type { PostgresPolicy } from '../config.js'
-import { writableTable, type Row, type WriteResult } from './plan.js'
+import type { PostgresIo } from '../database/pool.js'
+import { writableTable, type Row, type WriteResult } from './sync.js'
 
 /**
  * The PostgreSQL side of PostgresWriter. Every value travels as a parameter; table and schema names reach SQL
- * only after plan.ts validated them as identifiers, and are quoted here.
+ * only after sync.ts validated them as identifiers, and are quoted here.
  */
 
 const RETRY_UNAVAILABLE_SECONDS = 10
@@ -51,7 +52,15 @@ const rowTablesQuery = (schemaParameter: string): string => `SELECT c.relname AS
 const missingTable = (error: unknown): boolean => ['42P01', '3F000'].includes((error as DatabaseError).code ?? '')
 
 export class RowStore {
-  constructor (private readonly pool: pg.Pool, private readonly policy: PostgresPolicy, private readonly description: string) {}
+  private readonly pool: pg.Pool
+  private readonly policy: PostgresPolicy
+  private readonly description: string
+
+  constructor ({ pool, policy, description }: PostgresIo) {
+    this.pool = pool
+    this.policy = policy
+    this.description = description
+  }
 
   private table (name: string): string {
     return `${quote(this.policy.schema)}.${quote(name)}`

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Deployment } from 'kubernetes-types/apps/v1.js'
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js'
-import type { KubernetesObject } from '../wire/schemas.js'
+import type { ParentMetadata } from '../parent.js'
 import type { PulsarConsumerSpec } from './resource.js'
 
 export type ConsumerDeployment = Deployment & {
@@ -46,9 +46,9 @@ export function selectorValue (parentName: string): string {
 }
 
 /** The parent's labels (already valid, since the API server accepted them) plus the selector label, sorted. */
-export function consumerLabels (parent: KubernetesObject): Record<string, string> {
-  const labels: Record<string, string> = { [SELECTOR_LABEL]: selectorValue(String(parent.metadata.name)) }
-  for (const [key, value] of Object.entries(parent.metadata.labels ?? {})) {
+export function consumerLabels (parent: ParentMetadata): Record<string, string> {
+  const labels: Record<string, string> = { [SELECTOR_LABEL]: selectorValue(parent.name) }
+  for (const [key, value] of Object.entries(parent.labels)) {
     if (!LABELS_OWNED_ELSEWHERE.has(key)) labels[key] = value
   }
   return Object.fromEntries(Object.entries(labels).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0))
@@ -58,10 +58,9 @@ export function consumerLabels (parent: KubernetesObject): Record<string, string
  * The one child: a Deployment of consumers. Only fields the API server keeps as given; imagePullPolicy, strategy
  * and the other defaulted fields are left to the server.
  */
-export function consumerDeployment (parent: KubernetesObject, spec: Required<PulsarConsumerSpec>): ConsumerDeployment {
-  const name = String(parent.metadata.name)
+export function consumerDeployment (parent: ParentMetadata, spec: PulsarConsumerSpec): ConsumerDeployment {
+  const { name, namespace } = parent
   const labels = consumerLabels(parent)
-  const { namespace } = parent.metadata
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',

@@ -3,13 +3,11 @@ import { pulsarConsumerResource } from './resource.js'
 import { syncPulsarConsumer } from './sync.js'
 
 /** PulsarConsumer: a Deployment of Pulsar consumers sharing one subscription. */
-export const pulsarConsumer: CompositeController = {
+export const pulsarConsumer: CompositeController<typeof pulsarConsumerResource> = {
   type: 'composite',
   name: 'pulsar-consumer',
   resource: pulsarConsumerResource,
-  hasFinalize: false,
+  needs: [],
   childResources: [{ apiVersion: 'apps/v1', resource: 'deployments', updateStrategy: 'InPlace' }],
-  hooks: () => ({
-    sync: (request, { now }) => syncPulsarConsumer(request, now)
-  })
+  hooks: { sync: syncPulsarConsumer }
 }

@@ -1,9 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { AGE_COLUMN, READY_COLUMN, type CustomResource } from '../controller.js'
-import { CommonStatusProperties } from '../wire/schemas.js'
+import { customResource } from '../custom-resource.js'
 
 export const PULSAR_SERVICE_URL_PATTERN = '^pulsar(\\+ssl)?://\\S+$'
-export const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'
+const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'
 
 const int32 = { minimum: 0, maximum: 2147483647, format: 'int32' } as const
 
@@ -13,34 +12,28 @@ export const PulsarConsumerSpecSchema = Type.Object({
   topic: Type.String({ minLength: 1, description: 'Topic to consume.' }),
   subscriptionName: Type.String({ minLength: 1, description: 'Subscription the consumers share.' }),
   replicas: Type.Integer({ ...int32, description: 'Number of consumer pods.' }),
-  image: Type.Optional(Type.String({ minLength: 1, default: DEFAULT_CONSUMER_IMAGE, description: 'Consumer container image.' }))
+  image: Type.String({ minLength: 1, default: DEFAULT_CONSUMER_IMAGE, description: 'Consumer container image.' })
 })
 export type PulsarConsumerSpec = Static<typeof PulsarConsumerSpecSchema>
 
-export const PulsarConsumerStatusSchema = Type.Object({
-  server: Type.Optional(Type.String({ description: 'Service URL given to the consumers.' })),
-  topic: Type.Optional(Type.String({ description: 'Topic given to the consumers.' })),
-  subscription: Type.Optional(Type.String({ description: 'Subscription given to the consumers.' })),
-  replicas: Type.Optional(Type.Integer({ ...int32, description: 'Replicas asked of the Deployment.' })),
-  readyReplicas: Type.Optional(Type.Integer({ ...int32, description: 'Ready consumer pods, as the Deployment reports them.' })),
-  ...CommonStatusProperties
-})
-export type PulsarConsumerStatus = Static<typeof PulsarConsumerStatusSchema>
-
-export const pulsarConsumerResource: CustomResource = {
+export const pulsarConsumerResource = customResource({
   group: 'pulsar.pulsarconsumer.krvarma.com',
   version: 'v1',
   kind: 'PulsarConsumer',
-  plural: 'pulsarconsumers',
-  singular: 'pulsarconsumer',
   spec: PulsarConsumerSpecSchema,
-  status: PulsarConsumerStatusSchema,
+  status: {
+    server: Type.Optional(Type.String({ description: 'Service URL given to the consumers.' })),
+    topic: Type.Optional(Type.String({ description: 'Topic given to the consumers.' })),
+    subscription: Type.Optional(Type.String({ description: 'Subscription given to the consumers.' })),
+    replicas: Type.Optional(Type.Integer({ ...int32, description: 'Replicas asked of the Deployment.' })),
+    readyReplicas: Type.Optional(Type.Integer({ ...int32, description: 'Ready consumer pods, as the Deployment reports them.' }))
+  },
   printerColumns: [
     { name: 'Server', type: 'string', jsonPath: '.status.server' },
     { name: 'Topic', type: 'string', jsonPath: '.status.topic' },
     { name: 'Subscription', type: 'string', jsonPath: '.status.subscription' },
-    { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas' },
-    READY_COLUMN,
-    AGE_COLUMN
+    { name: 'Replicas', type: 'integer', jsonPath: '.status.replicas' }
   ]
-}
+})
+
+export type PulsarConsumerStatus = Static<typeof pulsarConsumerResource.statusSchema>

@@ -1,26 +1,14 @@
-import { HookError } from '../errors.js'
-import { specParser } from '../spec.js'
-import { observedConditions, readyCondition } from '../wire/conditions.js'
+import type { Deployment } from 'kubernetes-types/apps/v1.js'
+import type { HookContext } from '../controller.js'
+import { parentStatus, type ParentMetadata, type Readiness } from '../parent.js'
 import { observedByName } from '../wire/objects.js'
 import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../wire/schemas.js'
 import { consumerDeployment, type ConsumerDeployment } from './consumer-deployment.js'
-import { DEFAULT_CONSUMER_IMAGE, PulsarConsumerSpecSchema, pulsarConsumerResource, type PulsarConsumerSpec, type PulsarConsumerStatus } from './resource.js'
+import { pulsarConsumerResource, type PulsarConsumerStatus } from './resource.js'
 
 /** The pure core of PulsarConsumer: the desired Deployment for a parent, and the status from the observed one. */
 
-const parseSpec = specParser(PulsarConsumerSpecSchema, pulsarConsumerResource.kind)
-
-interface Readiness {
-  ready: boolean
-  reason: string
-  message: string
-}
-
-interface DeploymentStatusCounts {
-  observedGeneration?: unknown
-  updatedReplicas?: unknown
-  readyReplicas?: unknown
-}
+type ObservedDeployment = KubernetesObject & Deployment
 
 function count (value: unknown): number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : 0
@@ -42,9 +30,9 @@ function includes (observed: unknown, desired: unknown): boolean {
   return observed === desired
 }
 
-function readiness (parent: KubernetesObject, desired: ConsumerDeployment, observed: KubernetesObject | undefined, replicas: number): Readiness {
+function readiness (parent: ParentMetadata, desired: ConsumerDeployment, observed: ObservedDeployment | undefined, replicas: number): Readiness {
   const name = desired.metadata.name
-  if (parent.metadata.deletionTimestamp !== undefined) {
+  if (parent.deleting) {
     return { ready: false, reason: 'Deleting', message: `${pulsarConsumerResource.kind} is being deleted; garbage collection removes Deployment ${name}` }
   }
   if (observed === undefined) {
@@ -54,12 +42,11 @@ function readiness (parent: KubernetesObject, desired: ConsumerDeployment, obser
   if (!includes(observed, desired)) {
     return { ready: false, reason: 'DeploymentUpdating', message: `Deployment ${name} is being updated` }
   }
-  const status = (observed.status ?? {}) as DeploymentStatusCounts
-  const updated = count(status.updatedReplicas)
-  if (count(status.observedGeneration) < count(observed.metadata.generation) || updated < replicas) {
+  const updated = count(observed.status?.updatedReplicas)
+  if (count(observed.status?.observedGeneration) < count(observed.metadata.generation) || updated < replicas) {
     return { ready: false, reason: 'RollingOut', message: `${Math.min(updated, replicas)}/${replicas} consumers run the current spec` }
   }
-  const ready = count(status.readyReplicas)
+  const ready = count(observed.status?.readyReplicas)
   if (ready < replicas) {
     return { ready: false, reason: 'ConsumersNotReady', message: `${ready}/${replicas} consumers ready` }
   }
@@ -70,24 +57,16 @@ function readiness (parent: KubernetesObject, desired: ConsumerDeployment, obser
   }
 }
 
-export function syncPulsarConsumer (request: CompositeRequest, now: string): CompositeResponse {
-  const { parent } = request
-  if (typeof parent.metadata.name !== 'string' || parent.metadata.name === '') {
-    throw new HookError(400, 'parent.metadata.name is missing: the Deployment is named after the PulsarConsumer')
-  }
-  const spec: Required<PulsarConsumerSpec> = { image: DEFAULT_CONSUMER_IMAGE, ...parseSpec(parent.spec) }
+export function syncPulsarConsumer (request: CompositeRequest, { parent, now }: HookContext<typeof pulsarConsumerResource>): CompositeResponse {
+  const spec = parent.spec()
   const deployment = consumerDeployment(parent, spec)
-  const observed = observedByName(request.children, deployment.kind, deployment.apiVersion).get(deployment.metadata.name)
-  const generation = parent.metadata.generation
-  const { ready, reason, message } = readiness(parent, deployment, observed, spec.replicas)
-  const status: PulsarConsumerStatus = {
+  const observed = observedByName<Deployment>(request.children, deployment.kind, deployment.apiVersion).get(deployment.metadata.name)
+  const status: PulsarConsumerStatus = parentStatus(parent, now, {
     server: spec.serverAddress,
     topic: spec.topic,
     subscription: spec.subscriptionName,
     replicas: spec.replicas,
-    readyReplicas: count((observed?.status as DeploymentStatusCounts | undefined)?.readyReplicas),
-    ...(generation === undefined ? {} : { observedGeneration: generation }),
-    conditions: [readyCondition(ready, reason, message, observedConditions(parent.status), generation, now)]
-  }
+    readyReplicas: count(observed?.status?.readyReplicas)
+  }, readiness(parent, deployment, observed, spec.replicas))
   return { status, children: [deployment] }
 }

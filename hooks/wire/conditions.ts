@@ -41,8 +41,3 @@ export function condition (input: ConditionInput, observed: readonly Condition[]
     ...(generation === undefined ? {} : { observedGeneration: generation })
   }
 }
-
-/** Shorthand for the `Ready` condition every controller reports. */
-export function readyCondition (ready: boolean, reason: string, message: string, observed: readonly Condition[], generation: number | undefined, now: string): Condition {
-  return condition({ type: 'Ready', status: ready ? 'True' : 'False', reason, message }, observed, generation, now)
-}

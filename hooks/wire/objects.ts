@@ -11,11 +11,15 @@ export function groupKey (kind: string, apiVersion: string): string {
   return `${kind}.${apiVersion}`
 }
 
-/** The observed objects of one kind, keyed by `metadata.name` (children share the parent's namespace). */
-export function observedByName (map: ObjectMap, kind: string, apiVersion: string): Map<string, KubernetesObject> {
-  const byName = new Map<string, KubernetesObject>()
+/**
+ * The observed objects of one kind, keyed by `metadata.name` (children share the parent's namespace), typed as the
+ * API server stores that kind (e.g. `Pod` from kubernetes-types): every field is optional, so a reader checks
+ * presence, and the type of any value whose misuse would do harm.
+ */
+export function observedByName<Kind extends object = object> (map: ObjectMap, kind: string, apiVersion: string): Map<string, KubernetesObject & Kind> {
+  const byName = new Map<string, KubernetesObject & Kind>()
   for (const object of Object.values(map[groupKey(kind, apiVersion)] ?? {})) {
-    if (typeof object.metadata.name === 'string') byName.set(object.metadata.name, object)
+    if (typeof object.metadata.name === 'string') byName.set(object.metadata.name, object as KubernetesObject & Kind)
   }
   return byName
 }

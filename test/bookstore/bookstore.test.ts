@@ -3,9 +3,9 @@ import { test, type TestContext } from 'node:test'
 import { bookStore } from '../../hooks/bookstore/index.js'
 import { kubernetesTime } from '../../hooks/wire/conditions.js'
 import { build, NOW } from '../helpers/app.js'
+import { appliedChildren, withSortedKeys } from '../helpers/api-server/apply.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
-import { appliedChildren } from './applied.js'
 
 const CASES = ['first-sync', 'steady-state', 'scale-up', 'scale-down', 'spec-change', 'db-size-raised', 'db-size-lowered', 'deletion-in-progress']
 const NS = 'default'
@@ -41,23 +41,20 @@ function condition (response: Json, type: string): Json | undefined {
   return response.status.conditions.find((c: Json) => c.type === type)
 }
 
-function observedReady (request: Json, group: string, name: string): number {
-  return request.children[group]?.[`${NS}/${name}`]?.status?.readyReplicas ?? 0
+/** A volume condition as the hook states it for the fixtures' generation 2, at NOW. */
+function volumeCondition (type: string, reason: string, message: string): Json {
+  return { type, status: 'True', reason, message, lastTransitionTime: kubernetesTime(NOW), observedGeneration: 2 }
 }
 
 /**
  * The request Metacontroller sends after applying `response`: children as the cluster holds them (with the ready
- * counts the request saw), status as written.
+ * counts the request saw), keys sorted as Metacontroller sends them, status as written.
  */
 function nextRequest (request: Json, response: Json, defaultStorageClass?: string): Json {
-  const children = appliedChildren(request.parent, response.children, request.children, {
-    readyApp: observedReady(request, 'Deployment.apps/v1', `${N}-bookstore`),
-    readyDb: observedReady(request, 'StatefulSet.apps/v1', `${N}-mongodb`),
-    time: '2026-11-22T12:00:01Z',
-    resourceVersion: 9000,
-    ...(defaultStorageClass === undefined ? {} : { defaultStorageClass })
-  })
-  return { ...request, parent: { ...request.parent, status: response.status }, children }
+  const state = { time: '2026-11-22T12:00:01Z', resourceVersion: 9000, ...(defaultStorageClass === undefined ? {} : { defaultStorageClass }) }
+  const observedReady = (child: Json): number => request.children[`${child.kind}.${child.apiVersion}`]?.[`${NS}/${child.metadata.name}`]?.status?.readyReplicas ?? 0
+  const children = appliedChildren(request.parent, response.children, request.children, state, (child) => ({ readyReplicas: observedReady(child) }))
+  return { ...request, parent: { ...request.parent, status: response.status }, children: withSortedKeys(children) }
 }
 
 function withSpec (request: Json, change: (spec: Json) => void): Json {
@@ -190,14 +187,8 @@ test('dbSize lowered: no claim shrinks, and VolumeShrinkRefused names the claims
   const response = await answer(t, request)
   assert.deepEqual(claims(response), [{ name: CLAIM(0), storage: '2Gi', storageClassName: 'csi-hostpath-sc' }])
   assert.equal(response.status.db.volumeSize, '2Gi')
-  assert.deepEqual(condition(response, 'VolumeShrinkRefused'), {
-    type: 'VolumeShrinkRefused',
-    status: 'True',
-    reason: 'DbSizeBelowClaimSize',
-    message: `spec.bookDB.dbSize 1Gi is smaller than what claims already request, and volumes never shrink: ${CLAIM(0)} stays at 2Gi`,
-    lastTransitionTime: '2026-11-22T12:00:00Z',
-    observedGeneration: 2
-  })
+  assert.deepEqual(condition(response, 'VolumeShrinkRefused'), volumeCondition('VolumeShrinkRefused', 'DbSizeBelowClaimSize',
+    `spec.bookDB.dbSize 1Gi is smaller than what claims already request, and volumes never shrink: ${CLAIM(0)} stays at 2Gi`))
   assert.equal(condition(response, 'Ready')?.status, 'True', 'a refused shrink does not make the BookStore unready')
 
   const raisedAgain = withSpec(nextRequest(request, response), (spec) => { spec.bookDB.dbSize = '2Gi' })
@@ -213,14 +204,8 @@ test('a claim not bound yet keeps its size until it is (the API server resizes o
   const waiting = await answer(t, request)
   assert.deepEqual(claims(waiting), [{ name: CLAIM(0), storage: '2Gi', storageClassName: 'csi-hostpath-sc' }])
   assert.equal(waiting.status.db.volumeSize, '2Gi')
-  assert.deepEqual(condition(waiting, 'VolumeResizePending'), {
-    type: 'VolumeResizePending',
-    status: 'True',
-    reason: 'ClaimNotBound',
-    message: `spec.bookDB.dbSize 5Gi waits for claims to be bound, as Kubernetes resizes only bound claims: ${CLAIM(0)} stays at 2Gi for now`,
-    lastTransitionTime: '2026-11-22T12:00:00Z',
-    observedGeneration: 2
-  })
+  assert.deepEqual(condition(waiting, 'VolumeResizePending'), volumeCondition('VolumeResizePending', 'ClaimNotBound',
+    `spec.bookDB.dbSize 5Gi waits for claims to be bound, as Kubernetes resizes only bound claims: ${CLAIM(0)} stays at 2Gi for now`))
 
   const bound = await answer(t, fixture('bookstore', 'db-size-raised'))
   assert.deepEqual(claims(bound), [{ name: CLAIM(0), storage: '5Gi', storageClassName: 'csi-hostpath-sc' }])
@@ -334,7 +319,7 @@ test('a spec the hook cannot interpret gets 422 with a message naming the field'
     ['no repository', (r) => { delete r.parent.spec.bookApp.repository }, /spec\.bookApp\.repository: Expected required property/],
     ['no bookApp', (r) => { delete r.parent.spec.bookApp }, /spec\.bookApp: Expected required property/],
     ['a name too long for the StatefulSet', (r) => { r.parent.metadata.name = 'a'.repeat(45) }, /at most 44 characters/],
-    ['a name that is not a DNS label', (r) => { r.parent.metadata.name = 'book.store' }, /BookStore name "book\.store" cannot name its children/]
+    ['a name that is not a DNS label', (r) => { r.parent.metadata.name = 'book.store' }, /BookStore name "book\.store" cannot be used: it must start with a letter, .* because its children are named after it/]
   ]
   for (const [label, change, message] of cases) {
     const request = structuredClone(fixture('bookstore', 'steady-state'))

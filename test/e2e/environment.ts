@@ -1,26 +1,26 @@
-import { spawn, type ChildProcess } from 'node:child_process'
-import { closeSync, existsSync, openSync, readFileSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { existsSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
-import pg from 'pg'
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../hooks/database/embedded.js'
+import { controllers } from '../../hooks/controllers.js'
+import { freePort } from '../../hooks/database/embedded.js'
+import { startPostgres, type PostgresProcess } from '../helpers/postgres-process.js'
+import { spawnServer } from '../helpers/server-process.js'
 import { startCluster, type Cluster } from './rig/cluster.js'
+import { writeOverlay } from './overlay.js'
+import { metacontrollerSupportsHookV2 } from './rig/metacontroller.js'
 
 /**
  * What the end-to-end suite runs: the rig's cluster (etcd, kube-apiserver, kube-controller-manager, Metacontroller)
- * with the product installed through test/e2e/overlay, a PostgreSQL of the suite's own that can be stopped and
- * started again on the same port, and the hook server as a local process on the port the overlay's webhooks name.
+ * with the product installed through an overlay generated from the controller registry (overlay.ts), a PostgreSQL
+ * of the suite's own that can be stopped and started again on the same port, and the hook server as a local
+ * process on a free port, which the overlay's webhooks name.
  */
 
 const root = join(import.meta.dirname, '..', '..')
 
-/** The port in test/e2e/overlay/kustomization.yaml's webhook URLs. */
-export const HOOK_SERVER_PORT = 39180
-
-/** Must match `resyncPeriodSeconds` in test/e2e/overlay/kustomization.yaml. */
+/** How often Metacontroller resyncs every parent in the suite. */
 export const RESYNC_PERIOD_SECONDS = 5
 
 /**
@@ -29,16 +29,6 @@ export const RESYNC_PERIOD_SECONDS = 5
  * that admission puts on every claim and volume, without which a garbage-collected claim stays Terminating.
  */
 const VOLUME_CONTROLLERS = ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller']
-
-export interface SuitePostgres {
-  connectionString: string
-  /** Stops PostgreSQL (a fast shutdown: connections are closed); its data stays. */
-  stop: () => Promise<void>
-  /** Starts it again on the same data and port. */
-  start: () => Promise<void>
-  /** Runs one query on a connection of its own. */
-  query: <Row extends pg.QueryResultRow>(text: string, values?: unknown[]) => Promise<Row[]>
-}
 
 export interface HookServer {
   logFile: string
@@ -49,7 +39,9 @@ export interface HookServer {
 
 export interface Environment {
   cluster: Cluster
-  postgres: SuitePostgres
+  /** The hooks' `version`: v2 when the rig's Metacontroller supports it, else v1 (the overlay removes it: overlay.ts). */
+  hookVersion: 'v1' | 'v2'
+  postgres: PostgresProcess
   hookServer: HookServer
   /** Milliseconds each part took to start. */
   timings: Record<string, number>
@@ -63,10 +55,9 @@ export async function startEnvironment (): Promise<Environment> {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch((error) => { process.stderr.write(`[e2e] cleanup failed: ${String(error)}\n`) })
   }
   try {
-    await assertPortFree(HOOK_SERVER_PORT)
-
     let t0 = Date.now()
-    const postgres = await startSuitePostgres(cleanups)
+    const postgres = await startPostgres()
+    cleanups.push(postgres.remove)
     timings.postgres = Date.now() - t0
 
     t0 = Date.now()
@@ -81,65 +72,45 @@ export async function startEnvironment (): Promise<Environment> {
     Object.assign(timings, Object.fromEntries(Object.entries(cluster.timings).map(([part, ms]) => [`cluster: ${part}`, ms])))
 
     t0 = Date.now()
-    const hookServer = await startHookServer(postgres.connectionString, cluster.logsDir, cleanups)
+    const port = await freePort()
+    const hookServer = await startHookServer(port, postgres.connectionString, cluster.logsDir, cleanups)
     timings['hook server'] = Date.now() - t0
 
     t0 = Date.now()
-    await cluster.kubectl(['apply', '-k', join(root, 'test', 'e2e', 'overlay')])
+    const hookVersion = cluster.metacontroller !== undefined && metacontrollerSupportsHookV2(cluster.metacontroller.crds) ? 'v2' : 'v1'
+    const overlay = await temporaryDir('e2e-overlay-', cleanups)
+    await writeOverlay(controllers, join(root, 'manifests'), overlay, {
+      hookServerUrl: `http://127.0.0.1:${port}`,
+      resyncPeriodSeconds: RESYNC_PERIOD_SECONDS,
+      stripHookVersion: hookVersion === 'v1'
+    })
+    await cluster.kubectl(['apply', '-k', overlay])
     timings['overlay applied'] = Date.now() - t0
 
-    return { cluster, postgres, hookServer, timings, stop }
+    return { cluster, hookVersion, postgres, hookServer, timings, stop }
   } catch (error) {
     await stop()
     throw error
   }
 }
 
-async function assertPortFree (port: number): Promise<void> {
-  await new Promise<void>((resolve, reject) => {
-    const probe = createServer()
-    probe.once('error', (error) => {
-      reject(new Error(`port ${port} on 127.0.0.1 is taken (${error.message}): the overlay's webhooks need the hook server there; is another e2e run going on?`))
-    })
-    probe.listen(port, '127.0.0.1', () => { probe.close(() => { resolve() }) })
-  })
-}
-
-async function startSuitePostgres (cleanups: Array<() => Promise<void>>): Promise<SuitePostgres> {
-  const dataDir = await mkdtemp(join(tmpdir(), 'e2e-pg-'))
-  cleanups.push(async () => { await rm(dataDir, { recursive: true, force: true }) })
-  let running: EmbeddedPostgres | undefined = await startEmbeddedPostgres({ dataDir, persistent: true })
-  const { port, connectionString } = running
-  cleanups.push(async () => { await running?.stop() })
-  return {
-    connectionString,
-    stop: async () => {
-      await running?.stop()
-      running = undefined
-    },
-    start: async () => {
-      running ??= await startEmbeddedPostgres({ dataDir, port, persistent: true })
-    },
-    query: async <Row extends pg.QueryResultRow>(text: string, values: unknown[] = []) => {
-      const client = new pg.Client({ connectionString })
-      await client.connect()
-      try {
-        return (await client.query<Row>(text, values)).rows
-      } finally {
-        await client.end()
-      }
-    }
-  }
+/** A folder of its own, removed when the suite stops. */
+async function temporaryDir (prefix: string, cleanups: Array<() => Promise<void>>): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  cleanups.push(async () => { await rm(dir, { recursive: true, force: true }) })
+  return dir
 }
 
 /** The product's CRDs, rendered with the rig's kubectl so that they exist before kube-controller-manager starts. */
 async function renderCrds (cleanups: Array<() => Promise<void>>): Promise<string> {
-  const kubectl = join(process.env.E2E_BIN_DIR ?? join(root, '.cache', 'e2e-bin'), 'kubectl')
-  const dir = await mkdtemp(join(tmpdir(), 'e2e-crds-'))
-  cleanups.push(async () => { await rm(dir, { recursive: true, force: true }) })
-  const file = join(dir, 'crds.yaml')
-  writeFileSync(file, await output(kubectl, ['kustomize', join(root, 'manifests', 'crds')]))
+  const file = join(await temporaryDir('e2e-crds-', cleanups), 'crds.yaml')
+  writeFileSync(file, await kustomize(join(root, 'manifests', 'crds')))
   return file
+}
+
+/** What `kubectl kustomize <dir>` renders, with the rig's kubectl. */
+export async function kustomize (dir: string): Promise<string> {
+  return await output(join(process.env.E2E_BIN_DIR ?? join(root, '.cache', 'e2e-bin'), 'kubectl'), ['kustomize', dir])
 }
 
 async function output (file: string, args: string[]): Promise<string> {
@@ -154,49 +125,20 @@ async function output (file: string, args: string[]): Promise<string> {
   return stdout
 }
 
-async function startHookServer (databaseUrl: string, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
+async function startHookServer (port: number, databaseUrl: string, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
   const logFile = join(logsDir, 'hook-server.log')
-  const fd = openSync(logFile, 'a')
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'hooks/server.ts'], {
-    cwd: root,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(HOOK_SERVER_PORT), DATABASE_URL: databaseUrl, LOG_LEVEL: 'info', HOOKS_SHUTDOWN_DELAY: '0' },
-    stdio: ['ignore', fd, fd]
-  })
-  closeSync(fd)
-  const exited = new Promise<void>((resolve) => child.once('exit', () => { resolve() }))
-  const running = (): boolean => child.exitCode === null && child.signalCode === null
-  const killNow = (): void => { if (running()) child.kill('SIGKILL') }
-  process.once('exit', killNow)
-  cleanups.push(async () => {
-    process.removeListener('exit', killNow)
-    if (!running()) return
-    child.kill('SIGTERM')
-    const timer = setTimeout(killNow, 10_000)
-    await exited
-    clearTimeout(timer)
-  })
-
-  const url = `http://127.0.0.1:${HOOK_SERVER_PORT}`
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    if (!running()) throw new Error(`the hook server exited at start-up; ${logFile}:\n${readFileSync(logFile, 'utf8')}`)
-    try {
-      if ((await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2_000) })).ok) break
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`the hook server did not listen within 60 s; ${logFile}:\n${readFileSync(logFile, 'utf8')}`)
-    await sleep(200)
-  }
+  const server = spawnServer({ port, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, output: { file: logFile } })
+  cleanups.push(async () => { await server.stop() })
+  await server.listening(60_000)
   return {
     logFile,
-    logLines: () => readFileSync(logFile, 'utf8').split('\n').flatMap((line) => {
+    logLines: () => server.output().split('\n').flatMap((line) => {
       try {
         return line.startsWith('{') ? [JSON.parse(line) as Record<string, unknown>] : []
       } catch {
         return [] // a line being written right now
       }
     }),
-    running
+    running: server.running
   }
 }

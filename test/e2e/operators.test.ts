@@ -1,7 +1,8 @@
 /**
- * The four operators end to end, installed as a user installs them (test/e2e/overlay), on a real kube-apiserver with
- * kube-controller-manager and Metacontroller (the rig in test/e2e/rig), the hook server as a process of its own, and
- * a real PostgreSQL. Run with `npm run test:e2e`, which builds the rig's binaries first.
+ * The four operators end to end, installed as a user installs them (through the overlay that overlay.ts generates
+ * from the registry), on a real kube-apiserver with kube-controller-manager and Metacontroller (the rig in
+ * test/e2e/rig), the hook server as a process of its own, and a real PostgreSQL. Run with `npm run test:e2e`, which
+ * builds the rig's binaries first.
  */
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
@@ -53,7 +54,7 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
   before(async () => {
     const t0 = Date.now()
     environment = await startEnvironment()
-    process.stderr.write(`[e2e] environment ready in ${seconds(Date.now() - t0)} (Metacontroller ${environment.cluster.metacontrollerVersion}): ` +
+    process.stderr.write(`[e2e] environment ready in ${seconds(Date.now() - t0)} (Metacontroller ${environment.cluster.metacontrollerVersion ?? environment.cluster.metacontroller?.binary}, hooks ${environment.hookVersion}): ` +
       `${Object.entries(environment.timings).map(([part, ms]) => `${part} ${seconds(ms)}`).join(', ')}; logs in ${environment.cluster.logsDir}\n`)
   }, { timeout: 300_000 })
 
@@ -158,7 +159,7 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
       })
 
       await s.step('PostgreSQL back: the row is deleted, then the object is gone', async () => {
-        await postgres.start()
+        await postgres.restart()
         await s.eventually('the PostgresWriter to be gone', async () => { assert.equal(await s.find('postgreswriters', name), undefined) })
         const deletions = await postgres.query('SELECT row_id, deleted_at >= pg_postmaster_start_time() AS after_restart FROM e2e_audit.deletions WHERE row_id = $1', [id])
         assert.deepEqual(deletions, [{ row_id: id, after_restart: true }], 'the row was deleted exactly once, after PostgreSQL came back')

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import {
-  Writer, callHook, longestMs, outcomeOf, rowsById, startHookServer, startPostgres, tally, testSchema,
-  type Answer, type HookServer, type Row, type WriterSpec
-} from './harness.js'
+import { startPostgres } from '../helpers/postgres-process.js'
+import { callHook, longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
+import { startHookServer, testSchema } from './hook-server.js'
+import { rowsById } from './rows.js'
+import { Writer, type Row, type WriterSpec } from './writers.js'
 
 const GENERATIONS = 20
 const ROUNDS = 10
@@ -25,7 +26,8 @@ interface Round {
 }
 
 test('one parent synced concurrently with 20 generations: every row is one submitted state', async (t) => {
-  const postgres = await startPostgres(t)
+  const postgres = await startPostgres()
+  t.after(async () => { await postgres.remove() })
   const schema = testSchema()
   const server = await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema, PG_POOL_MAX: String(GENERATIONS), LOG_LEVEL: 'warn' })
   const admin = await postgres.connect()

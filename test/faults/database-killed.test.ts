@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  CALL_BOUND_MS, DATABASE_UNAVAILABLE_OUTCOMES, Writer, assertRowsMatchWriters, longestMs, outcomeOf, replay,
-  startHookServer, startPostgres, tally, testSchema, waitForReadiness, type Answer, type WriterSpec
-} from './harness.js'
+import { startPostgres } from '../helpers/postgres-process.js'
+import { waitForReadiness } from '../helpers/server-process.js'
+import { DATABASE_UNAVAILABLE_OUTCOMES, longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
+import { CALL_BOUND_MS, startHookServer, testSchema } from './hook-server.js'
+import { assertRowsMatchWriters } from './rows.js'
+import { replay, Writer, type WriterSpec } from './writers.js'
 
 const WRITERS = 100
 const CALLS_PER_WRITER = 5
@@ -40,7 +42,8 @@ function apply (writer: Writer, step: Step): void {
 }
 
 test('PostgreSQL SIGKILLed and restarted amid 500 syncs and finalizes: no hang, no crash, /readyz follows, replay converges', async (t) => {
-  const postgres = await startPostgres(t)
+  const postgres = await startPostgres()
+  t.after(async () => { await postgres.remove() })
   const schema = testSchema()
   const server = await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema, LOG_LEVEL: 'warn' })
   await waitForReadiness(server, 200, 10_000)

@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import {
-  Writer, assertRowsMatchWriters, forEachConcurrently, longestMs, outcomeOf, replay, rowsById, startHookServer,
-  startPostgres, tally, testSchema, type Answer, type WriterSpec
-} from './harness.js'
+import { startPostgres } from '../helpers/postgres-process.js'
+import { longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
+import { startHookServer, testSchema } from './hook-server.js'
+import { assertRowsMatchWriters, rowsById } from './rows.js'
+import { forEachConcurrently, replay, Writer, type WriterSpec } from './writers.js'
 
 const WRITERS = 40
 /** The hook server is SIGKILLed once this many calls of the load have answered. */
@@ -14,7 +15,8 @@ const MAX_CALLS_PER_WRITER = 50
 const TABLES = ['students', 'graduates']
 
 test('the hook server SIGKILLed mid-load and restarted: no partial row, and replaying converges', async (t) => {
-  const postgres = await startPostgres(t)
+  const postgres = await startPostgres()
+  t.after(async () => { await postgres.remove() })
   const schema = testSchema()
   const env = { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema, LOG_LEVEL: 'warn' }
   const first = await startHookServer(t, env)
@@ -80,7 +82,7 @@ test('the hook server SIGKILLed mid-load and restarted: no partial row, and repl
     if (move) movesCutOff++
   }
 
-  const second = await startHookServer(t, { ...env, PORT: new URL(first.url).port })
+  const second = await startHookServer(t, env, first.port)
   const replayed = await replay(second, writers)
   assert.deepEqual(replayed.map(outcomeOf), replayed.map(() => 'Ready'))
   const checked = await assertRowsMatchWriters(await postgres.connect(), schema, writers)

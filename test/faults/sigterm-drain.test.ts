@@ -2,7 +2,10 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Writer, longestMs, outcomeOf, startHookServer, startPostgres, tally, testSchema, type Answer } from './harness.js'
+import { startPostgres } from '../helpers/postgres-process.js'
+import { longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
+import { startHookServer, testSchema } from './hook-server.js'
+import { Writer } from './writers.js'
 
 const IN_FLIGHT = 30
 const SHUTDOWN_DELAY_SECONDS = 3
@@ -26,7 +29,8 @@ async function probe (url: string, agent: http.Agent | false, since: number): Pr
 }
 
 test('SIGTERM under load: readiness 503 first, new connections refused only after it, no in-flight hook fails, exit 0', async (t) => {
-  const postgres = await startPostgres(t)
+  const postgres = await startPostgres()
+  t.after(async () => { await postgres.remove() })
   const schema = testSchema()
   const server = await startHookServer(t, {
     DATABASE_URL: postgres.connectionString,

@@ -4,9 +4,9 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { app, serverOptions } from '../../hooks/app.js'
 import { loadConfig, type Config, type Environment } from '../../hooks/config.js'
-import type { Controller } from '../../hooks/controller.js'
+import { needed, type Controller, type Io } from '../../hooks/controller.js'
 import { controllers as allControllers } from '../../hooks/controllers.js'
-import { createPool } from '../../hooks/database/pool.js'
+import { connectPostgres } from '../../hooks/database/pool.js'
 
 /** The fixed clock of every test: new conditions are stamped with it. */
 export const NOW = new Date('2026-11-22T12:00:00Z')
@@ -14,7 +14,7 @@ export const NOW = new Date('2026-11-22T12:00:00Z')
 export interface TestApp {
   app: FastifyInstance
   config: Config
-  /** The pool the app uses (undefined with `database: false`). */
+  /** The pool the app uses: none when no controller needs PostgreSQL, or with `databaseUrl: false`. */
   pool: pg.Pool | undefined
   /** A schema of this test's own, dropped afterwards. */
   schema: string
@@ -23,9 +23,11 @@ export interface TestApp {
 
 export interface BuildOptions {
   env?: Environment
-  /** Defaults to the test database (DATABASE_URL, set by scripts/run-tests.ts). */
+  /** Defaults to the test database (DATABASE_URL, set by scripts/run-tests.ts), used when a controller needs PostgreSQL. */
   databaseUrl?: string | false
   controllers?: readonly Controller[]
+  /** The time stamped on new conditions. Default: NOW. */
+  clock?: () => Date
 }
 
 export function testDatabaseUrl (): string {
@@ -39,16 +41,19 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
   const schema = `test_${randomBytes(6).toString('hex')}`
   const config = loadConfig({ LOG_LEVEL: 'silent', PG_SCHEMA: schema, ...options.env })
   const fastify = Fastify(serverOptions(config))
-  const databaseUrl = options.databaseUrl ?? testDatabaseUrl()
-  const pool = databaseUrl === false ? undefined : createPool({ clientConfig: { connectionString: databaseUrl }, description: 'test database' }, config.database, fastify.log)
+  const controllers = options.controllers ?? allControllers
+  const io: Partial<Io> = {}
+  if (needed(controllers).has('postgres') && options.databaseUrl !== false) {
+    io.postgres = connectPostgres({ clientConfig: { connectionString: options.databaseUrl ?? testDatabaseUrl() }, description: 'test database' }, config.database, fastify.log)
+  }
+  const pool = io.postgres?.pool
   const lifecycle = { draining: false }
   await fastify.register(app, {
     config,
-    controllers: options.controllers ?? allControllers,
-    pool,
-    databaseDescription: 'test database',
+    controllers,
+    io,
     lifecycle,
-    clock: () => NOW
+    clock: options.clock ?? (() => NOW)
   })
   await fastify.ready()
   t.after(async () => {

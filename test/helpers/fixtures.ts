@@ -1,4 +1,4 @@
-import { readFileSync, readdirSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 
 const root = join(import.meta.dirname, '..', 'fixtures')
@@ -12,10 +12,19 @@ export function fixturePath (controller: string, name: string): string {
   return join(root, controller, `${name}.json`)
 }
 
-/** Every request fixture of a controller (the `<case>.json` files, not their `.expected.json` answers). */
+/** The cases of a controller's request fixtures (`<case>.json`, not their `.expected.json` answers); at least one. */
+export function fixtureNames (controller: string): string[] {
+  const folder = join(root, controller)
+  const names = existsSync(folder)
+    ? readdirSync(folder).filter((file) => file.endsWith('.json') && !file.endsWith('.expected.json')).sort().map((file) => file.slice(0, -'.json'.length))
+    : []
+  if (names.length === 0) {
+    throw new Error(`test/fixtures/${controller}/ holds no request fixture: every controller needs at least one there (\`npm run new-controller\` writes a first one; see "Add a fifth controller" in the README)`)
+  }
+  return names
+}
+
+/** Every request fixture of a controller, in the order of their names. */
 export function requestFixtures (controller: string): Array<Record<string, any>> {
-  return readdirSync(join(root, controller))
-    .filter((file) => file.endsWith('.json') && !file.endsWith('.expected.json'))
-    .sort()
-    .map((file) => fixture(controller, file.slice(0, -'.json'.length)))
+  return fixtureNames(controller).map((name) => fixture(controller, name))
 }

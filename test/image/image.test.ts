@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawn } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
-import { mkdtemp, readFile } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { readFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { after, before, test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import pg from 'pg'
-import { freePort, startEmbeddedPostgres } from '../../hooks/database/embedded.js'
+import { freePort } from '../../hooks/database/embedded.js'
 import { fixturePath } from '../helpers/fixtures.js'
+import { startPostgres } from '../helpers/postgres-process.js'
 
 /**
  * The production image that scripts/build-image.sh built, started with `buildah run`. Under chroot isolation the
@@ -89,9 +88,8 @@ test('the image holds the built server and none of the development dependencies'
 })
 
 test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and /readyz, writes a PostgresWriter row, and stops on SIGTERM', async (t) => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'image-test-pg-'))
-  const postgres = await startEmbeddedPostgres({ dataDir, persistent: false })
-  t.after(async () => { await postgres.stop() })
+  const postgres = await startPostgres()
+  t.after(async () => { await postgres.remove() })
   const port = await freePort()
   const server = run({ DATABASE_URL: postgres.connectionString, PORT: String(port), HOST: '127.0.0.1', HOOKS_SHUTDOWN_DELAY: '0' })
   const url = `http://127.0.0.1:${port}`
@@ -109,11 +107,7 @@ test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and
   const sync = await fetch(`${url}/postgres-writer/sync`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: await readFile(fixturePath('postgres-writer', 'sync-create')) })
   assert.equal(sync.status, 200)
   assert.equal(((await sync.json()) as any).status.conditions[0].reason, 'RowWritten')
-  const client = new pg.Client({ connectionString: postgres.connectionString })
-  await client.connect()
-  const { rows } = await client.query('SELECT id, name, age, country FROM public.students')
-  await client.end()
-  assert.deepEqual(rows, [{ id: 'default/sample-student', name: 'alex', age: 23, country: 'canada' }])
+  assert.deepEqual(await postgres.query('SELECT id, name, age, country FROM public.students'), [{ id: 'default/sample-student', name: 'alex', age: 23, country: 'canada' }])
 
   process.kill(pid, 'SIGTERM')
   assert.equal(await server.exited, 0, server.output())

@@ -6,12 +6,12 @@ import { FormatRegistry } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { parse } from 'yaml'
 import { podSet } from '../../hooks/podset/index.js'
-import { PodSetStatusSchema } from '../../hooks/podset/resource.js'
+import { podSetResource } from '../../hooks/podset/resource.js'
 import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../../hooks/wire/schemas.js'
 import { build, type TestApp } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
-import { appliedPod, podSetParent, podSetRequest, syncRequest } from '../fixtures/podset/observed-pods.js'
+import { appliedPod, podSetParent, podSetRequest, syncRequest } from './requests.js'
 
 const CASES = [
   'first-sync', 'steady-state', 'scale-up', 'scale-down', 'image-changed',
@@ -74,8 +74,8 @@ test('children are built from the spec alone: fixed names, only fields the API s
       assert.deepEqual(Object.keys(child.metadata), ['name', 'namespace', 'labels'], name)
       assert.match(String(child.metadata.name), /-pod-\d+$/, name)
     }
-    assert.deepEqual(Object.keys(json.status).filter((key) => !(key in PodSetStatusSchema.properties)), [], `${name}: status fields the CRD would prune`)
-    assert.ok(Value.Check(PodSetStatusSchema, json.status), `${name}: status fits the CRD's status schema`)
+    assert.deepEqual(Object.keys(json.status).filter((key) => !(key in podSetResource.statusSchema.properties)), [], `${name}: status fields the CRD would prune`)
+    assert.ok(Value.Check(podSetResource.statusSchema, json.status), `${name}: status fits the CRD's status schema`)
   }
 })
 
@@ -206,7 +206,7 @@ test('a spec the hook cannot interpret gets 422 naming the field', async (t) => 
   const longName = 'a'.repeat(64)
   const { statusCode, json } = await sync(app, syncRequest(podSetParent({ name: longName, spec: { replicas: 1 } }), []))
   assert.equal(statusCode, 422)
-  assert.match(String(json.message), /is 64 characters long.*at most 63: recreate the PodSet under a shorter name/)
+  assert.match(String(json.message), /^PodSet name "a{64}" is 64 characters long, but at most 63 characters fit: its pods carry it in their app label/)
 })
 
 test('a PodSet with 2,000 observed pods answers every pod, in ordinal order', async (t) => {

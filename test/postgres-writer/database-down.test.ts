@@ -1,20 +1,12 @@
 import assert from 'node:assert/strict'
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { test } from 'node:test'
-import { startEmbeddedPostgres, freePort, type EmbeddedPostgres } from '../../hooks/database/embedded.js'
 import { build } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
+import { startPostgres } from '../helpers/postgres-process.js'
 
 test('with PostgreSQL stopped, hooks answer quickly with DatabaseUnavailable, and recover when it is back', async (t) => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'hooks-down-pg-'))
-  const port = await freePort()
-  let postgres: EmbeddedPostgres | undefined = await startEmbeddedPostgres({ dataDir, port, persistent: true })
-  t.after(async () => {
-    await postgres?.stop()
-    await rm(dataDir, { recursive: true, force: true })
-  })
+  const postgres = await startPostgres()
+  t.after(async () => { await postgres.remove() })
   const { app } = await build(t, { databaseUrl: postgres.connectionString, env: { PG_CONNECT_TIMEOUT: '2', PG_STATEMENT_TIMEOUT: '2' } })
   const call = async (hook: string, name: string): Promise<{ statusCode: number, json: any, ms: number }> => {
     const started = performance.now()
@@ -25,7 +17,6 @@ test('with PostgreSQL stopped, hooks answer quickly with DatabaseUnavailable, an
   assert.equal((await call('sync', 'sync-create')).json.status.conditions[0].status, 'True')
 
   await postgres.stop()
-  postgres = undefined
   const sync = await call('sync', 'sync-age-changed')
   assert.equal(sync.statusCode, 200)
   assert.equal(sync.json.status.conditions[0].status, 'False')
@@ -40,7 +31,7 @@ test('with PostgreSQL stopped, hooks answer quickly with DatabaseUnavailable, an
   assert.ok(finalize.ms < 5000, `finalize answered in ${Math.round(finalize.ms)} ms`)
   assert.equal((await app.inject({ url: '/readyz' })).statusCode, 503)
 
-  postgres = await startEmbeddedPostgres({ dataDir, port, persistent: true })
+  await postgres.restart()
   assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
   const recovered = await call('sync', 'sync-age-changed')
   assert.equal(recovered.json.status.conditions[0].status, 'True')

@@ -40,12 +40,3 @@ test('the invalid-spec fixture names every bad field at once', async (t) => {
   for (const field of ['spec.topic', 'spec.replicas', 'spec.serverAddress']) assert.ok(body.message.includes(field), body.message)
   assertGolden(body, 'pulsar-consumer', 'sync-invalid-spec')
 })
-
-test('a parent without a name gets 400: its Deployment could not be named', async (t) => {
-  const { app } = await build(t, { databaseUrl: false, controllers: [pulsarConsumer] })
-  const request = fixture('pulsar-consumer', 'sync-first')
-  delete request.parent.metadata.name
-  const response = await app.inject({ method: 'POST', url: '/pulsar-consumer/sync', payload: request })
-  assert.equal(response.statusCode, 400)
-  assert.match(response.json().message, /parent\.metadata\.name is missing/)
-})

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { pulsarConsumer } from '../../hooks/pulsar-consumer/index.js'
-import { PulsarConsumerStatusSchema } from '../../hooks/pulsar-consumer/resource.js'
-import { ConditionSchema, type KubernetesObject } from '../../hooks/wire/schemas.js'
+import { pulsarConsumerResource } from '../../hooks/pulsar-consumer/resource.js'
+import { ConditionSchema } from '../../hooks/wire/schemas.js'
+import { appliedChildren } from '../helpers/api-server/apply.js'
 import { build, type TestApp } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
-import { asApplied } from './api-server.js'
 
 type Json = Record<string, any>
 
@@ -53,28 +53,6 @@ function deploymentOf (response: Json): Json {
  * injected), and its Deployment as the API server returns it once rolled out and ready.
  */
 function afterApply (request: Json, response: Json, resourceVersion: string): Json {
-  const desired = deploymentOf(response) as KubernetesObject
-  const parent = { name: request.parent.metadata.name, uid: request.parent.metadata.uid }
-  const previous = Object.values(request.children['Deployment.apps/v1'])[0] as Json | undefined
-  const replicas = (desired.spec as Json).replicas
-  const rollout = {
-    uid: previous?.metadata.uid ?? '5b2e8d41-0c7a-4f39-a6d2-e18c3f9b7a05',
-    resourceVersion,
-    generation: 1,
-    creationTimestamp: previous?.metadata.creationTimestamp ?? '2026-11-22T12:00:01Z',
-    updatedAt: '2026-11-22T12:00:20Z',
-    revision: 1,
-    replicas,
-    readyReplicas: replicas,
-    updatedReplicas: replicas
-  }
-  const lastApplied = (deployment: Json): string => deployment.metadata.annotations['metacontroller.k8s.io/last-applied-configuration']
-  // The generation moves only when the 3-way merge had something to update.
-  if (previous !== undefined) {
-    const unchanged = lastApplied(previous) === lastApplied(asApplied(desired, parent, rollout))
-    rollout.generation = previous.metadata.generation + (unchanged ? 0 : 1)
-  }
-  const applied = asApplied(desired, parent, rollout)
   return {
     ...request,
     parent: {
@@ -82,7 +60,7 @@ function afterApply (request: Json, response: Json, resourceVersion: string): Js
       metadata: { ...request.parent.metadata, resourceVersion },
       status: { ...response.status, observedGeneration: request.parent.metadata.generation }
     },
-    children: { 'Deployment.apps/v1': { [`${applied.metadata.namespace}/${applied.metadata.name}`]: applied } }
+    children: appliedChildren(request.parent, response.children, request.children, { time: '2026-11-22T12:00:20Z', resourceVersion })
   }
 }
 
@@ -240,7 +218,7 @@ test('deletion in progress: the same Deployment (Metacontroller leaves it to gar
 
 test('the CRD status schema declares every field the hook writes, so the API server prunes nothing', async (t) => {
   const hooks = await app(t)
-  const declared = Object.keys(PulsarConsumerStatusSchema.properties)
+  const declared = Object.keys(pulsarConsumerResource.statusSchema.properties)
   const conditionFields = Object.keys(ConditionSchema.properties)
   for (const name of SYNC_CASES) {
     const { status } = await answer(hooks, fixture('pulsar-consumer', name))

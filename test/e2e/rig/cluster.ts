@@ -4,6 +4,7 @@
  * kubectl of the same Kubernetes release. No kubelet, no scheduler: Pods are stored but never run.
  *
  * The binaries come from scripts/build-e2e-binaries.sh (.cache/e2e-bin, or $E2E_BIN_DIR); nothing here needs `go`.
+ * Metacontroller can be another build of it, given by $E2E_METACONTROLLER (see ./metacontroller.ts).
  *
  *   const cluster = await startCluster({ metacontrollerArgs: ['--cache-flush-interval=10s'] })
  *   try { await cluster.kubectl(['apply', '-f', '-'], yaml) } finally { await cluster.stop() }
@@ -22,12 +23,15 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { metacontrollerBuild, type MetacontrollerBuild } from './metacontroller.js'
 
 export type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'metacontroller' | 'kubectl'
 
 export interface ClusterOptions {
   /** Directory with the binaries and metacontroller-crds-v1.yaml. Default: $E2E_BIN_DIR or <repo>/.cache/e2e-bin. */
   binDir?: string
+  /** Which Metacontroller binary and CRDs to run. Default: $E2E_METACONTROLLER's build, else the bin dir's. */
+  metacontrollerBuild?: MetacontrollerBuild
   /** Where the component logs go (created if missing; kept after stop). Default: a new <repo>/.cache/e2e-logs/<time>-<pid>-<n>. */
   logsDir?: string
   /** Parent directory of the data dir. Default: /dev/shm when writable, else the OS temp dir. */
@@ -72,8 +76,10 @@ export interface Cluster {
   logsDir: string
   dataDir: string
   binDir: string
-  /** Metacontroller's version as stamped by the build script (e.g. v4.17.2), or undefined when not started. */
+  /** Metacontroller's version as stamped by the build script (e.g. v4.17.2), or undefined when not started or not stamped. */
   metacontrollerVersion: string | undefined
+  /** The Metacontroller binary and CRDs the cluster runs, or undefined when not started. */
+  metacontroller: MetacontrollerBuild | undefined
   /** Milliseconds from startCluster() to each component being ready. */
   timings: Record<string, number>
   /** Runs the built kubectl with this kubeconfig; resolves stdout, rejects with stderr on a non-zero exit. */
@@ -158,14 +164,15 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
   const say = (text: string): void => { if (verbose) process.stderr.write(`[e2e rig] +${Date.now() - t0} ms ${text}\n`) }
   const mark = (what: string): void => { timings[what] = Date.now() - t0; say(`${what} ready`) }
 
-  const bin = (name: string): string => join(binDir, name)
-  const needed = ['etcd', 'kube-apiserver', 'kubectl', ...(withKcm ? ['kube-controller-manager'] : []),
-    ...(withMetacontroller ? ['metacontroller', 'metacontroller-crds-v1.yaml'] : [])]
-  const missing = needed.filter((name) => !existsSync(bin(name)))
+  const mcBuild = withMetacontroller ? options.metacontrollerBuild ?? metacontrollerBuild(binDir) : undefined
+  const bin = (name: string): string => name === 'metacontroller' && mcBuild !== undefined ? mcBuild.binary : join(binDir, name)
+  const needed = [...['etcd', 'kube-apiserver', 'kubectl', ...(withKcm ? ['kube-controller-manager'] : [])].map(bin),
+    ...(mcBuild === undefined ? [] : [mcBuild.binary, mcBuild.crds])]
+  const missing = needed.filter((file) => !existsSync(file))
   if (missing.length > 0) {
-    throw new RigError('rig', `missing ${missing.join(', ')} in ${binDir}: run scripts/build-e2e-binaries.sh first`)
+    throw new RigError('rig', `missing ${missing.join(', ')}: run scripts/build-e2e-binaries.sh first`)
   }
-  const mcVersion = withMetacontroller ? metacontrollerVersion(binDir) : undefined
+  const mcVersion = mcBuild?.version
 
   const dataParent = options.dataParent ?? (writable('/dev/shm') ? '/dev/shm' : tmpdir())
   const dataDir = await mkdtemp(join(dataParent, 'e2e-rig-'))
@@ -301,8 +308,8 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
     mark('kube-apiserver')
 
     // --- Metacontroller's CRDs (before KCM, so its GC discovers them at start) --------------------------------------
-    if (withMetacontroller) {
-      const crds = bin('metacontroller-crds-v1.yaml')
+    if (mcBuild !== undefined) {
+      const crds = mcBuild.crds
       await kubectlStep(apiserver, kubectl, ['apply', '--server-side', '-f', crds])
       await kubectlStep(apiserver, kubectl, ['wait', '--for=condition=Established', '--timeout=60s', '-f', crds])
       mark('metacontroller CRDs')
@@ -379,6 +386,7 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
       dataDir,
       binDir,
       metacontrollerVersion: mcVersion,
+      metacontroller: mcBuild,
       timings,
       kubectl: async (args, input) => {
         try {
@@ -427,16 +435,6 @@ function writable (dir: string): boolean {
     return true
   } catch {
     return false
-  }
-}
-
-function metacontrollerVersion (binDir: string): string | undefined {
-  try {
-    // First line of the stamp: "metacontroller v4.17.2 (v1.5.21-0....)".
-    const first = readFileSync(join(binDir, 'metacontroller.stamp'), 'utf8').split('\n')[0] ?? ''
-    return /^metacontroller (v\S+)/.exec(first)?.[1]
-  } catch {
-    return undefined
   }
 }
 

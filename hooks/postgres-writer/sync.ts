@@ -1,9 +1,8 @@
 import type { PostgresPolicy } from '../config.js'
 import { isSqlIdentifier } from '../config.js'
-import { specParser } from '../spec.js'
-import { observedConditions, readyCondition } from '../wire/conditions.js'
-import type { DecoratorRequest, DecoratorResponse } from '../wire/schemas.js'
-import { PostgresWriterSpecSchema, postgresWriterResource, type PostgresWriterStatus } from './resource.js'
+import { parentStatus, type ParentMetadata, type ParentOf, type Readiness } from '../parent.js'
+import type { DecoratorResponse } from '../wire/schemas.js'
+import type { postgresWriterResource, PostgresWriterStatus } from './resource.js'
 
 /**
  * The pure core of PostgresWriter: what to write or delete for a request, and the answer for what happened.
@@ -33,15 +32,10 @@ export type WriteResult =
   | { kind: 'done' }
   | { kind: 'failed', reason: string, message: string, retryAfterSeconds: number }
 
-const parseSpec = specParser(PostgresWriterSpecSchema, postgresWriterResource.kind)
+type PostgresWriter = ParentOf<typeof postgresWriterResource>
 
-export function rowId (request: DecoratorRequest): string {
-  return `${request.object.metadata.namespace ?? 'default'}/${request.object.metadata.name ?? ''}`
-}
-
-function statusOf (request: DecoratorRequest): Partial<PostgresWriterStatus> {
-  const status = request.object.status
-  return typeof status === 'object' && status !== null ? status as Partial<PostgresWriterStatus> : {}
+export function rowId (parent: ParentMetadata): string {
+  return `${parent.namespace ?? 'default'}/${parent.name}`
 }
 
 function tableRefusal (table: string, policy: PostgresPolicy): Refusal | undefined {
@@ -65,13 +59,15 @@ function unstorableText (value: string): string | undefined {
   return undefined
 }
 
-export function planSync (request: DecoratorRequest, policy: PostgresPolicy): SyncPlan {
-  const rawTable = (request.object.spec as { table?: unknown } | undefined)?.table
+export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncPlan {
+  // A table SQL must never see is refused in the status before the rest of the spec is looked at.
+  const raw = parent.object.spec
+  const rawTable = typeof raw === 'object' && raw !== null && 'table' in raw ? raw.table : undefined
   if (typeof rawTable === 'string') {
     const refusal = tableRefusal(rawTable, policy)
     if (refusal !== undefined) return { kind: 'refuse', refusal }
   }
-  const spec = parseSpec(request.object.spec)
+  const spec = parent.spec()
   for (const field of ['name', 'country'] as const) {
     const problem = unstorableText(spec[field])
     if (problem !== undefined) {
@@ -80,9 +76,9 @@ export function planSync (request: DecoratorRequest, policy: PostgresPolicy): Sy
   }
   return {
     kind: 'write',
-    row: { id: rowId(request), name: spec.name, age: spec.age, country: spec.country },
+    row: { id: rowId(parent), name: spec.name, age: spec.age, country: spec.country },
     table: spec.table,
-    placed: statusOf(request).table === spec.table
+    placed: parent.status.table === spec.table
   }
 }
 
@@ -95,46 +91,31 @@ export type SyncOutcome =
   | Extract<SyncPlan, { kind: 'refuse' }>
   | { kind: 'write', plan: Extract<SyncPlan, { kind: 'write' }>, result: WriteResult }
 
-export function syncResponse (request: DecoratorRequest, outcome: SyncOutcome, policy: PostgresPolicy, now: string): DecoratorResponse {
-  const observed = statusOf(request)
-  const generation = request.object.metadata.generation
-  const conditions = observedConditions(observed)
-  let table = typeof observed.table === 'string' ? observed.table : undefined
-  let ready
+export function syncResponse (parent: PostgresWriter, outcome: SyncOutcome, policy: PostgresPolicy, now: string): DecoratorResponse {
+  let table = parent.status.table
+  let readiness: Readiness
   let resyncAfterSeconds: number | undefined
   if (outcome.kind === 'refuse') {
-    ready = readyCondition(false, outcome.refusal.reason, outcome.refusal.message, conditions, generation, now)
+    readiness = { ready: false, ...outcome.refusal }
   } else if (outcome.result.kind === 'failed') {
-    ready = readyCondition(false, outcome.result.reason, outcome.result.message, conditions, generation, now)
+    readiness = { ready: false, reason: outcome.result.reason, message: outcome.result.message }
     resyncAfterSeconds = outcome.result.retryAfterSeconds
   } else {
     table = outcome.plan.table
-    ready = readyCondition(true, 'RowWritten', `row ${JSON.stringify(outcome.plan.row.id)} in ${qualified(policy.schema, table)} matches the spec`, conditions, generation, now)
+    readiness = { ready: true, reason: 'RowWritten', message: `row ${JSON.stringify(outcome.plan.row.id)} in ${qualified(policy.schema, table)} matches the spec` }
   }
-  const status: PostgresWriterStatus = {
-    ...(table === undefined ? {} : { table }),
-    id: rowId(request),
-    ...(generation === undefined ? {} : { observedGeneration: generation }),
-    conditions: [ready]
-  }
+  const status: PostgresWriterStatus = parentStatus(parent, now, { ...(table === undefined ? {} : { table }), id: rowId(parent) }, readiness)
   return { status, attachments: [], ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }) }
 }
 
-export function finalizeResponse (request: DecoratorRequest, result: WriteResult, policy: PostgresPolicy, now: string): DecoratorResponse {
-  const observed = statusOf(request)
-  const generation = request.object.metadata.generation
-  const conditions = observedConditions(observed)
-  const id = rowId(request)
+export function finalizeResponse (parent: PostgresWriter, result: WriteResult, policy: PostgresPolicy, now: string): DecoratorResponse {
+  const id = rowId(parent)
+  const { table } = parent.status
   const done = result.kind === 'done'
-  const ready = done
-    ? readyCondition(false, 'RowDeleted', `row ${JSON.stringify(id)} deleted from every table of schema ${policy.schema}`, conditions, generation, now)
-    : readyCondition(false, result.reason, `row ${JSON.stringify(id)} not deleted yet: ${result.message}`, conditions, generation, now)
-  const status: PostgresWriterStatus = {
-    ...(typeof observed.table === 'string' ? { table: observed.table } : {}),
-    id,
-    ...(generation === undefined ? {} : { observedGeneration: generation }),
-    conditions: [ready]
-  }
+  const readiness: Readiness = done
+    ? { ready: false, reason: 'RowDeleted', message: `row ${JSON.stringify(id)} deleted from every table of schema ${policy.schema}` }
+    : { ready: false, reason: result.reason, message: `row ${JSON.stringify(id)} not deleted yet: ${result.message}` }
+  const status: PostgresWriterStatus = parentStatus(parent, now, { ...(table === undefined ? {} : { table }), id }, readiness)
   return {
     status,
     attachments: [],

@@ -1,0 +1,111 @@
+import type { Static, TObject, TProperties } from '@sinclair/typebox'
+import type { CustomResource, ObservedStatus } from './custom-resource.js'
+import { HookError } from './errors.js'
+import { condition, observedConditions, type ConditionInput } from './wire/conditions.js'
+import type { Condition, KubernetesObject } from './wire/schemas.js'
+
+/** The one way a hook reads its parent, and builds the status it answers for it. */
+
+/** What identifies a parent: enough for the helpers that name and label its children. */
+export interface ParentMetadata {
+  name: string
+  namespace: string | undefined
+  uid: string | undefined
+  generation: number | undefined
+  labels: Record<string, string>
+  /** The API server is deleting it. */
+  deleting: boolean
+}
+
+export interface Parent<Spec extends TObject, StatusFields extends TProperties> extends ParentMetadata {
+  /**
+   * The spec after the CRD's defaults, or a 422 that names each field that cannot be interpreted. Parsed when
+   * called, so that a hook can act on a parent whose spec is broken (a finalize, a refusal reported in the status).
+   */
+  spec: () => Static<Spec>
+  /** The controller's own observed status fields, those that match their schema. */
+  status: ObservedStatus<StatusFields>
+  /** The observed conditions (the well-formed ones), whose lastTransitionTime carries over. */
+  conditions: Condition[]
+  /** The object as Metacontroller sent it. */
+  object: KubernetesObject
+}
+
+export type ParentOf<R extends CustomResource> = R extends CustomResource<infer Spec, infer StatusFields> ? Parent<Spec, StatusFields> : never
+
+/**
+ * Reads `object` (a composite's `parent`, a decorator's `object`) as a parent of `resource`: 400 when it is of
+ * another kind, 422 when it has no name or one the resource's name rule refuses.
+ */
+export function readParent<Spec extends TObject, StatusFields extends TProperties> (
+  resource: CustomResource<Spec, StatusFields>,
+  object: KubernetesObject,
+  field: 'parent' | 'object'
+): Parent<Spec, StatusFields> {
+  if (object.apiVersion !== resource.apiVersion || object.kind !== resource.kind) {
+    throw new HookError(400, `${field} is ${object.apiVersion} ${object.kind}, but this hook serves ${resource.apiVersion} ${resource.kind}: send each kind to the hooks of its own controller`)
+  }
+  const { metadata } = object
+  return {
+    name: usableName(resource, metadata.name, field),
+    namespace: metadata.namespace,
+    uid: metadata.uid,
+    generation: metadata.generation,
+    labels: metadata.labels ?? {},
+    deleting: metadata.deletionTimestamp !== undefined,
+    spec: () => resource.parseSpec(object.spec),
+    status: resource.observedStatus(object.status),
+    conditions: observedConditions(object.status),
+    object
+  }
+}
+
+function usableName (resource: Pick<CustomResource, 'kind' | 'name'>, name: string | undefined, field: string): string {
+  const { kind } = resource
+  if (name === undefined || name === '') {
+    throw new HookError(422, `${field}.metadata.name is missing or empty: every ${kind} in a cluster has a name, and what the hook manages is named after it. Send the object as the API server holds it.`)
+  }
+  const rule = resource.name
+  if (rule === undefined) return name
+  const again = `Create the ${kind} again under such a name; its children are left as they are.`
+  if (name.length > rule.maxLength) {
+    throw new HookError(422, `${kind} name ${JSON.stringify(name)} is ${name.length} characters long, but at most ${rule.maxLength} characters fit: ${rule.why}. ${again}`)
+  }
+  if (rule.pattern !== undefined && !new RegExp(rule.pattern.regex).test(name)) {
+    throw new HookError(422, `${kind} name ${JSON.stringify(name)} cannot be used: it must ${rule.pattern.meaning}, because ${rule.why}. ${again}`)
+  }
+  return name
+}
+
+/** Whether the parent is ready, and why: the `Ready` condition every controller reports. */
+export interface Readiness {
+  ready: boolean
+  reason: string
+  message: string
+}
+
+export interface CommonStatus {
+  observedGeneration?: number
+  conditions: Condition[]
+}
+
+/**
+ * The status of a parent: the controller's own fields, then `observedGeneration`, then `Ready` and any other
+ * conditions. Each condition keeps its observed lastTransitionTime while its status holds, so that an unchanged
+ * resync answers the same bytes.
+ */
+export function parentStatus<Fields extends object> (
+  parent: Pick<ParentMetadata, 'generation'> & { conditions: readonly Condition[] },
+  now: string,
+  fields: Fields,
+  readiness: Readiness,
+  conditions: readonly ConditionInput[] = []
+): Fields & CommonStatus {
+  const { generation } = parent
+  const ready: ConditionInput = { type: 'Ready', status: readiness.ready ? 'True' : 'False', reason: readiness.reason, message: readiness.message }
+  return {
+    ...fields,
+    ...(generation === undefined ? {} : { observedGeneration: generation }),
+    conditions: [ready, ...conditions].map((input) => condition(input, parent.conditions, generation, now))
+  }
+}

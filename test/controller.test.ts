@@ -1,0 +1,59 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import pg from 'pg'
+import { hookNames, needed, type HookContext } from '../hooks/controller.js'
+import { bookStore } from '../hooks/bookstore/index.js'
+import { controllers } from '../hooks/controllers.js'
+import { podSet } from '../hooks/podset/index.js'
+import type { podSetResource } from '../hooks/podset/resource.js'
+import { syncPodSet } from '../hooks/podset/sync.js'
+import { postgresWriter } from '../hooks/postgres-writer/index.js'
+import { pulsarConsumer } from '../hooks/pulsar-consumer/index.js'
+import { build } from './helpers/app.js'
+import { fixture } from './helpers/fixtures.js'
+
+/** Every value reachable from `value`, however deep. */
+function reachable (value: unknown, seen = new Set<unknown>()): Set<unknown> {
+  if (typeof value !== 'object' || value === null || seen.has(value)) return seen
+  seen.add(value)
+  for (const field of Object.values(value)) reachable(field, seen)
+  return seen
+}
+
+test('a composite\'s hook context holds no database, at compile time and at run time', async (t) => {
+  const contexts: Array<HookContext<typeof podSetResource>> = []
+  const watched = {
+    ...podSet,
+    hooks: {
+      sync: (request: Parameters<typeof syncPodSet>[0], context: HookContext<typeof podSetResource>) => {
+        contexts.push(context)
+        // @ts-expect-error a controller that declares no I/O has no database in its context
+        assert.equal(context.io.postgres, undefined)
+        return syncPodSet(request, context)
+      }
+    }
+  }
+  // The app is given PostgreSQL, for PostgresWriter; the composite still gets none of it.
+  const { app, pool } = await build(t, { controllers: [postgresWriter, watched] })
+  assert.ok(pool instanceof pg.Pool)
+  const response = await app.inject({ method: 'POST', url: '/podset/sync', payload: fixture('podset', 'first-sync') })
+  assert.equal(response.statusCode, 200)
+  const [context] = contexts
+  assert.ok(context !== undefined)
+  assert.deepEqual(context.io, {})
+  assert.ok(![...reachable(context)].some((value) => value instanceof pg.Pool || value === pool), 'no pool is reachable from the context')
+})
+
+test('controllers declare the I/O they need: PostgresWriter PostgreSQL, the composites none', () => {
+  const composites = [bookStore, podSet, pulsarConsumer]
+  assert.deepEqual(postgresWriter.needs, ['postgres'])
+  for (const composite of composites) assert.deepEqual(composite.needs, [], composite.name)
+  assert.deepEqual([...needed(composites)], [])
+  assert.deepEqual([...needed(controllers)], ['postgres'])
+})
+
+test('a controller has a finalize hook exactly when it defines one', () => {
+  assert.deepEqual(hookNames(postgresWriter), ['sync', 'finalize'])
+  for (const composite of [bookStore, podSet, pulsarConsumer]) assert.deepEqual(hookNames(composite), ['sync'], composite.name)
+  assert.deepEqual(hookNames({ ...podSet, hooks: { sync: syncPodSet, finalize: syncPodSet } }), ['sync', 'finalize'])
+})

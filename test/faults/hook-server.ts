@@ -1,0 +1,32 @@
+import { randomUUID } from 'node:crypto'
+import type { TestContext } from 'node:test'
+import { startServer, type ServerProcess } from '../helpers/server-process.js'
+
+/** The hook server as every fault test runs it: its own process, short database timeouts, a schema of the test's own. */
+
+/** The database timeouts every fault test configures, in seconds (PG_CONNECT_TIMEOUT, PG_STATEMENT_TIMEOUT). */
+export const CONNECT_TIMEOUT_SECONDS = 2
+export const STATEMENT_TIMEOUT_SECONDS = 2
+
+/**
+ * The longest a hook call may take with those timeouts. A call answers at the first step that fails: a connect (or
+ * a wait for a pool slot) ended by the connect timeout, or a statement ended by the statement or lock timeout, or
+ * by the pool's client-side backstop one second later. Plus three seconds for a loaded machine: 8 s, below
+ * Metacontroller's 10 s webhook timeout.
+ */
+export const CALL_BOUND_MS = (CONNECT_TIMEOUT_SECONDS + STATEMENT_TIMEOUT_SECONDS + 1 + 3) * 1000
+
+/** Starts the hook server with the given database and schema (and these timeouts); it is stopped after the test. */
+export async function startHookServer (t: TestContext, env: { DATABASE_URL: string, PG_SCHEMA: string } & Record<string, string>, port?: number): Promise<ServerProcess> {
+  const server = await startServer({
+    port,
+    env: { PG_CONNECT_TIMEOUT: String(CONNECT_TIMEOUT_SECONDS), PG_STATEMENT_TIMEOUT: String(STATEMENT_TIMEOUT_SECONDS), ...env }
+  })
+  t.after(async () => { await server.stop() })
+  return server
+}
+
+/** A schema name of the test's own: the server creates it with the first table. */
+export function testSchema (): string {
+  return `faults_${randomUUID().slice(0, 8)}`
+}

@@ -1,0 +1,101 @@
+import type { KubernetesObject, ObjectMap } from '../../../hooks/wire/schemas.js'
+import { goJson, sortedKeys, uidFor } from './encoding.js'
+import { deployment } from './kinds/deployment.js'
+import type { ApplyState, ChildContext, Json, KindModel } from './kinds/model.js'
+import { persistentVolumeClaim } from './kinds/persistent-volume-claim.js'
+import { pod } from './kinds/pod.js'
+import { service } from './kinds/service.js'
+import { statefulSet } from './kinds/stateful-set.js'
+import { fieldsOf, managedEntry } from './managed-fields.js'
+import { asApplied, LAST_APPLIED, ownerReferenceTo } from './metacontroller.js'
+
+/**
+ * What the API server and the cluster's controllers make of a child that Metacontroller applied from a hook's
+ * answer, as Metacontroller later observes it: its selector label and last-applied annotation, system metadata
+ * (uid, resourceVersion, generation, creationTimestamp), the owner reference, managedFields, the kind's defaults
+ * and a status. The result keeps the simulation's key order; `sortedKeys` gives it as Metacontroller sends it.
+ */
+
+export type { ApplyState, PodPhase } from './kinds/model.js'
+
+const kinds: Record<string, KindModel> = {
+  Pod: pod,
+  Deployment: deployment,
+  StatefulSet: statefulSet,
+  Service: service,
+  PersistentVolumeClaim: persistentVolumeClaim
+}
+
+/** `desired` (a child of a hook's answer) as the cluster holds it after Metacontroller applied it over `previous`. */
+export function appliedChild (parent: KubernetesObject, desired: KubernetesObject, previous: KubernetesObject | undefined, state: ApplyState): KubernetesObject {
+  const model = kinds[desired.kind]
+  if (model === undefined) throw new Error(`the API-server simulation has no model of ${desired.kind}: add one to test/helpers/api-server/kinds/`)
+  const applied: Json = asApplied(parent, desired)
+  const { name, namespace, labels } = applied.metadata
+  const old = previous as Json | undefined
+  const lastApplied = goJson(applied)
+  const unchanged = old?.metadata.annotations?.[LAST_APPLIED] === lastApplied
+  const context: ChildContext = {
+    name,
+    applied,
+    previous: old,
+    uid: old?.metadata.uid ?? state.uid ?? uidFor(`${desired.kind}/${namespace}/${name}`),
+    createdAt: old?.metadata.creationTimestamp ?? state.createdAt ?? state.time,
+    generation: !model.hasGeneration ? undefined : old === undefined ? 1 : old.metadata.generation + (unchanged ? 0 : 1),
+    state
+  }
+  const owned = model.defaulted(applied.spec, context)
+  const spec = model.completed(owned, context)
+  const deleting = state.deletionTimestamp !== undefined
+  const finalizers = [...model.finalizers ?? [], ...deleting ? model.deletion.finalizers : []]
+  const ownerReferences = [ownerReferenceTo(parent)]
+  const object: Json = {
+    apiVersion: desired.apiVersion,
+    kind: desired.kind,
+    metadata: {
+      name,
+      namespace,
+      uid: context.uid,
+      resourceVersion: String(state.resourceVersion),
+      ...(context.generation === undefined ? {} : { generation: context.generation }),
+      creationTimestamp: context.createdAt,
+      ...(deleting ? { deletionTimestamp: state.deletionTimestamp, deletionGracePeriodSeconds: model.deletion.gracePeriodSeconds } : {}),
+      labels,
+      annotations: { ...applied.metadata.annotations, ...model.annotations?.(spec, context), [LAST_APPLIED]: lastApplied },
+      ownerReferences,
+      ...(finalizers.length > 0 ? { finalizers } : {})
+    },
+    spec,
+    status: model.status(spec, context)
+  }
+  // Metacontroller's own write is dated by its last change; an apply that changes nothing writes nothing.
+  const changedAt: string = unchanged ? old?.metadata.managedFields?.[0]?.time ?? state.time : state.time
+  const metadataFields = { annotations: { ...applied.metadata.annotations, [LAST_APPLIED]: lastApplied }, labels, ownerReferences }
+  object.metadata.managedFields = [
+    managedEntry(desired.apiVersion, 'metacontroller', changedAt, fieldsOf({ metadata: metadataFields, spec: owned })),
+    ...model.managedFields(object, context)
+  ]
+  return object as KubernetesObject
+}
+
+/**
+ * Every child of a hook's answer as the cluster holds it after Metacontroller applied them over `previous` (the
+ * children of the request answered), in the groups Metacontroller sends; resourceVersions count up from
+ * `state.resourceVersion` in the answer's order. `stateOf` gives what differs per child, such as ready replicas.
+ */
+export function appliedChildren (parent: KubernetesObject, desired: readonly KubernetesObject[], previous: ObjectMap, state: ApplyState, stateOf: (child: KubernetesObject) => Partial<ApplyState> = () => ({})): ObjectMap {
+  const children: ObjectMap = Object.fromEntries(Object.keys(previous).map((group) => [group, {}]))
+  let resourceVersion = Number(state.resourceVersion)
+  for (const child of desired) {
+    const group = `${child.kind}.${child.apiVersion}`
+    const key = `${child.metadata.namespace ?? parent.metadata.namespace}/${child.metadata.name}`
+    const applied = appliedChild(parent, child, previous[group]?.[key], { ...state, resourceVersion: resourceVersion++, ...stateOf(child) })
+    children[group] = { ...children[group], [key]: applied }
+  }
+  return children
+}
+
+/** Every object of `children` with its keys sorted as Metacontroller's Go encoder writes them. */
+export function withSortedKeys (children: ObjectMap): ObjectMap {
+  return Object.fromEntries(Object.entries(children).map(([group, objects]) => [group, Object.fromEntries(Object.entries(objects).map(([key, object]) => [key, sortedKeys(object)]))]))
+}

@@ -1,0 +1,132 @@
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
+import { closeSync, openSync, readFileSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import { freePort } from '../../hooks/database/embedded.js'
+
+/**
+ * The hook server as a process of its own, for the tests that need a real process (signals, start-up, crashes), the
+ * fault suite, the end-to-end suite and the benchmark. It is ready once `GET /healthz` answers: that works whatever
+ * the log level and wherever the output goes, and it proves what callers need, a listening socket.
+ */
+
+const root = join(import.meta.dirname, '..', '..')
+
+export interface ServerProcessOptions {
+  /** The script to run, relative to the repository: `hooks/server.ts` (through tsx) by default. */
+  entry?: string
+  /** Added to this process's environment, after HOST=127.0.0.1, PORT and HOOKS_SHUTDOWN_DELAY=0. */
+  env?: Record<string, string | undefined>
+  /** Default: a free port (spawnServer: 0, for a start-up that is meant to fail). */
+  port?: number
+  /** Node's own flags, such as `--cpu-prof`. */
+  nodeArgs?: string[]
+  /**
+   * Where stdout and stderr go: kept in memory (default), appended to a file, or, for a long load run that would
+   * pile up a log line per request, stdout dropped and stderr passed through.
+   */
+  output?: 'memory' | 'discard' | { file: string }
+}
+
+export interface ServerProcess {
+  url: string
+  port: number
+  process: ChildProcess
+  pid: number
+  /** stdout and stderr so far ('' when discarded). */
+  output: () => string
+  /** The exit code, or null when a signal ended the process. */
+  exited: Promise<number | null>
+  running: () => boolean
+  /** Resolves once `GET /healthz` answers 200; fails at once if the process exits first. */
+  listening: (timeoutMs?: number) => Promise<void>
+  /** SIGTERM, then SIGKILL if the process has not exited within `graceMs`; resolves with the exit code. */
+  stop: (graceMs?: number) => Promise<number | null>
+}
+
+/** Starts the process without waiting for it: for a start-up that is meant to fail. */
+export function spawnServer (options: ServerProcessOptions = {}): ServerProcess {
+  const entry = options.entry ?? 'hooks/server.ts'
+  const port = options.port ?? 0
+  const output = options.output ?? 'memory'
+  const logFile = typeof output === 'object' ? resolve(root, output.file) : undefined
+  const fd = logFile === undefined ? undefined : openSync(logFile, 'a')
+  const stdio: StdioOptions = fd !== undefined ? ['ignore', fd, fd] : output === 'discard' ? ['ignore', 'ignore', 'inherit'] : ['ignore', 'pipe', 'pipe']
+  const child = spawn(process.execPath, [...options.nodeArgs ?? [], ...entry.endsWith('.ts') ? ['--import', 'tsx'] : [], entry], {
+    cwd: root,
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), HOOKS_SHUTDOWN_DELAY: '0', ...options.env },
+    stdio
+  })
+  if (fd !== undefined) closeSync(fd)
+  if (child.pid === undefined) throw new Error(`${entry} did not start`)
+
+  let captured = ''
+  child.stdout?.on('data', (chunk: Buffer) => { captured += chunk.toString() })
+  child.stderr?.on('data', (chunk: Buffer) => { captured += chunk.toString() })
+  const outputSoFar = (): string => logFile === undefined ? captured : readFileSync(logFile, 'utf8')
+
+  const running = (): boolean => child.exitCode === null && child.signalCode === null
+  // A test that fails or is interrupted must not leave a server behind.
+  const killAtExit = (): void => { if (running()) child.kill('SIGKILL') }
+  process.once('exit', killAtExit)
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
+    process.removeListener('exit', killAtExit)
+    resolve(code)
+  }))
+
+  const url = `http://127.0.0.1:${port}`
+  return {
+    url,
+    port,
+    process: child,
+    pid: child.pid,
+    output: outputSoFar,
+    exited,
+    running,
+    listening: async (timeoutMs = 30_000) => {
+      const deadline = Date.now() + timeoutMs
+      for (;;) {
+        if (!running()) throw new Error(`the hook server exited at start-up:\n${outputSoFar()}`)
+        if (await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) }).then((response) => response.ok, () => false)) return
+        if (Date.now() > deadline) throw new Error(`the hook server did not listen within ${timeoutMs} ms:\n${outputSoFar()}`)
+        await sleep(100)
+      }
+    },
+    stop: async (graceMs = 10_000) => {
+      if (running()) child.kill('SIGTERM')
+      const timer = setTimeout(killAtExit, graceMs)
+      const code = await exited
+      clearTimeout(timer)
+      return code
+    }
+  }
+}
+
+/** Starts the hook server on a free port (or `options.port`) and waits until it listens. */
+export async function startServer (options: ServerProcessOptions = {}): Promise<ServerProcess> {
+  const server = spawnServer({ ...options, port: options.port ?? await freePort() })
+  try {
+    await server.listening()
+  } catch (error) {
+    await server.stop()
+    throw error
+  }
+  return server
+}
+
+/** Polls `GET /readyz` until it answers `status`. */
+export async function waitForReadiness (server: ServerProcess, status: 200 | 503, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  let last = 'no answer yet'
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`${server.url}/readyz`, { signal: AbortSignal.timeout(5000) })
+      last = `${response.status} ${await response.text()}`
+      if (response.status === status) return
+    } catch (error) {
+      last = String(error)
+    }
+    await sleep(200)
+  }
+  throw new Error(`/readyz did not answer ${status} within ${timeoutMs} ms; last answer: ${last}`)
+}

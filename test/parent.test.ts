@@ -1,0 +1,70 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import type pg from 'pg'
+import { hookNames, type Controller } from '../hooks/controller.js'
+import { controllers } from '../hooks/controllers.js'
+import { build } from './helpers/app.js'
+import { fixture, requestFixtures } from './helpers/fixtures.js'
+
+type Json = Record<string, any>
+
+/** The object a request is about: a composite's parent, a decorator's object. */
+const parentOf = (request: Json): Json => request.parent ?? request.object
+
+/** A request to `controller` about `parent`, with nothing observed. */
+function requestFor (controller: Controller, parent: Json): Json {
+  return controller.type === 'composite'
+    ? { controller: {}, parent, children: {} }
+    : { controller: {}, object: parent, attachments: {} }
+}
+
+test('a parent without a name, or with an empty one, gets 422 from every hook of every controller', async (t) => {
+  const { app, pool, schema } = await build(t)
+  for (const controller of controllers) {
+    const [request] = requestFixtures(controller.name)
+    assert.ok(request !== undefined, controller.name)
+    for (const hook of hookNames(controller)) {
+      for (const name of [undefined, '']) {
+        const body: Json = structuredClone(request)
+        if (name === undefined) delete parentOf(body).metadata.name
+        else parentOf(body).metadata.name = name
+        const response = await app.inject({ method: 'POST', url: `/${controller.name}/${hook}`, payload: body })
+        const where = `${controller.name} ${hook} with name ${JSON.stringify(name)}`
+        assert.equal(response.statusCode, 422, where)
+        const field = controller.type === 'composite' ? 'parent' : 'object'
+        assert.match(response.json().message, new RegExp(`^${field}\\.metadata\\.name is missing or empty: every ${controller.resource.kind} in a cluster has a name`), where)
+      }
+    }
+  }
+  const tables = await (pool as pg.Pool).query('SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1', [schema])
+  assert.equal(tables.rowCount, 0, 'no table was created, so no row was written')
+})
+
+test('a BookStore posted to /podset/sync gets 400 naming both kinds, and no children', async (t) => {
+  const { app } = await build(t)
+  const response = await app.inject({ method: 'POST', url: '/podset/sync', payload: fixture('bookstore', 'first-sync') })
+  assert.equal(response.statusCode, 400)
+  assert.deepEqual(response.json(), {
+    error: 'Bad Request',
+    message: 'parent is blog.velotio.com/v1alpha1 BookStore, but this hook serves batch.tutorial.kubebuilder.io/v1 PodSet: send each kind to the hooks of its own controller'
+  })
+})
+
+test('every hook of every controller refuses a parent of another kind, or of another version, with 400 naming both', async (t) => {
+  const { app } = await build(t)
+  for (const [index, controller] of controllers.entries()) {
+    const other = controllers[(index + 1) % controllers.length] as Controller
+    const [request] = requestFixtures(other.name)
+    const stranger = parentOf(request as Json)
+    const ownVersion = { ...parentOf(requestFixtures(controller.name)[0] as Json), apiVersion: `${controller.resource.group}/v0` }
+    for (const hook of hookNames(controller)) {
+      for (const parent of [stranger, ownVersion] as Json[]) {
+        const response = await app.inject({ method: 'POST', url: `/${controller.name}/${hook}`, payload: requestFor(controller, parent) })
+        const where = `${parent.apiVersion} ${parent.kind} to ${controller.name} ${hook}`
+        assert.equal(response.statusCode, 400, where)
+        const { message } = response.json()
+        assert.ok(message.includes(`is ${parent.apiVersion} ${parent.kind}, but this hook serves ${controller.resource.apiVersion} ${controller.resource.kind}`), `${where}: ${message}`)
+      }
+    }
+  }
+})
