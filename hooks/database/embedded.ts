@@ -71,11 +71,12 @@ export function developmentDataDir (checkout = process.cwd()): string {
 
 export async function startEmbeddedPostgres (options: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const dataDir = resolve(options.dataDir)
+  // First, and outside the clean-up below: a data directory in use is someone else's.
+  await stopLeftoverPostmaster(dataDir, options.onLog ?? (() => {}))
   try {
     const runAs = runningAsRoot() ? postgresUser() : undefined
     const bin = await binaries(runAs)
     await prepareDataDir(dataDir, runAs)
-    await stopLeftoverPostmaster(dataDir, options.onLog ?? (() => {}))
     const port = options.port ?? await freePort()
     if (!existsSync(join(dataDir, 'PG_VERSION'))) await initdb(bin, dataDir, runAs, options.onLog)
     return await startPostmaster(bin, dataDir, port, runAs, options)
@@ -246,7 +247,11 @@ async function stopLeftoverPostmaster (dataDir: string, onLog: (line: string) =>
     throw new EmbeddedPostgresError(`the PostgreSQL in ${dataDir} belongs to the hook server with pid ${owner}, which is still running: stop that one first, or share its database by starting this one with DATABASE_URL=postgres://${USER}:${PASSWORD}@127.0.0.1:${postmaster.port}/postgres`)
   }
   onLog(`stopping PostgreSQL (pid ${postmaster.pid}) left running on ${dataDir} by a run that is gone`)
-  process.kill(postmaster.pid, 'SIGINT')
+  try {
+    process.kill(postmaster.pid, 'SIGINT')
+  } catch (error) {
+    throw new EmbeddedPostgresError(`cannot stop PostgreSQL (pid ${postmaster.pid}) left running on ${dataDir}: ${(error as Error).message}`)
+  }
   for (let waited = 0; worksIn(postmaster.pid, dataDir); waited += 100) {
     if (waited > 15_000) throw new EmbeddedPostgresError(`PostgreSQL (pid ${postmaster.pid}) left running on ${dataDir} did not stop within 15 s of SIGINT`)
     await sleep(100)

@@ -76,10 +76,12 @@ test('a PostgreSQL whose owner still runs is reported with the owner\'s pid and 
   const dataDir = await dataDirectory(t)
   const first = await startEmbeddedPostgres({ dataDir, persistent: true })
   t.after(async () => { await first.stop() })
-  const error = await startEmbeddedPostgres({ dataDir, persistent: true }).then(() => undefined, (e: unknown) => e)
+  // Even a throw-away start, which removes its folder when it fails, leaves a folder in use alone.
+  const error = await startEmbeddedPostgres({ dataDir, persistent: false }).then(() => undefined, (e: unknown) => e)
   assert.ok(error instanceof EmbeddedPostgresError, String(error))
   assert.match(error.message, new RegExp(`belongs to the hook server with pid ${process.pid}, which is still running`))
   assert.match(error.message, new RegExp(`DATABASE_URL=postgres://postgres:postgres@127\\.0\\.0\\.1:${first.port}/postgres`))
+  assert.ok(existsSync(join(dataDir, 'PG_VERSION')), 'its data is still there')
   assert.ok(await answers(first.connectionString), 'the first PostgreSQL still answers')
 })
 
