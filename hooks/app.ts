@@ -111,7 +111,7 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
     io: options.io,
     metrics,
     clock: options.clock ?? (() => new Date()),
-    bearerToken: config.bearerToken
+    bearerTokens: config.bearerTokens
   })
 }
 

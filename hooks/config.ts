@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs'
+import { parseTokens, type BearerTokenSource } from './bearer-token.js'
+
 /**
  * Configuration from the environment, validated once at start-up. Every problem is collected and reported
  * together, naming the variable and what it accepts.
@@ -32,7 +35,7 @@ export interface Config {
   /** After SIGTERM, how long the listener stays open while readiness already answers 503. */
   shutdownDelayMs: number
   database: DatabaseConfig
-  bearerToken: string | undefined
+  bearerTokens: BearerTokenSource | undefined
   tls: TlsConfig | undefined
 }
 
@@ -110,6 +113,22 @@ export function loadConfig (env: Environment = process.env): Config {
   if ((tlsCert === undefined) !== (tlsKey === undefined)) problems.push('HOOKS_TLS_CERT and HOOKS_TLS_KEY: set both (PEM file paths) or neither')
   if (clientCa !== undefined && tlsCert === undefined) problems.push('HOOKS_TLS_CLIENT_CA needs HOOKS_TLS_CERT and HOOKS_TLS_KEY: mutual TLS only works over HTTPS')
 
+  let bearerTokens: BearerTokenSource | undefined
+  const token = value('HOOKS_BEARER_TOKEN')
+  const tokenFile = value('HOOKS_BEARER_TOKEN_FILE')
+  try {
+    if (token !== undefined && tokenFile !== undefined) {
+      problems.push('HOOKS_BEARER_TOKEN and HOOKS_BEARER_TOKEN_FILE: set one of them, not both')
+    } else if (tokenFile !== undefined) {
+      const text = readFileSync(tokenFile, 'utf8')
+      bearerTokens = { variable: 'HOOKS_BEARER_TOKEN_FILE', file: tokenFile, tokens: parseTokens(text, `HOOKS_BEARER_TOKEN_FILE ${tokenFile}`) }
+    } else if (token !== undefined) {
+      bearerTokens = { variable: 'HOOKS_BEARER_TOKEN', file: undefined, tokens: parseTokens(token, 'HOOKS_BEARER_TOKEN') }
+    }
+  } catch (error) {
+    problems.push(error instanceof Error && 'code' in error ? `HOOKS_BEARER_TOKEN_FILE=${tokenFile}: cannot read it (${String(error.code)})` : (error as Error).message)
+  }
+
   const config: Config = {
     port: integer('PORT', 8080, 0, 65535),
     host: value('HOST') ?? '0.0.0.0',
@@ -123,7 +142,7 @@ export function loadConfig (env: Environment = process.env): Config {
       statementTimeoutMs: integer('PG_STATEMENT_TIMEOUT', 3, 1, 600) * 1000,
       policy: { schema, autoCreateTables: boolean('PG_AUTO_CREATE_TABLES', true), tableAllowlist }
     },
-    bearerToken: value('HOOKS_BEARER_TOKEN'),
+    bearerTokens,
     tls: tlsCert !== undefined && tlsKey !== undefined ? { certFile: tlsCert, keyFile: tlsKey, clientCaFile: clientCa } : undefined
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {
