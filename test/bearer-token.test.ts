@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { mkdir, mkdtemp, readFile, rename, rm, symlink, writeFile } from 'node:fs/promises'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
@@ -8,6 +8,7 @@ import { BearerTokens, fingerprint, RELOAD_INTERVAL_MS } from '../hooks/bearer-t
 import { ConfigError, loadConfig } from '../hooks/config.js'
 import { build, testDatabaseUrl } from './helpers/app.js'
 import { fixture, fixturePath } from './helpers/fixtures.js'
+import { SecretVolume } from './helpers/secret-volume.js'
 import { startServer } from './helpers/server-process.js'
 
 const OLD = 'old-7f3c9a1e5b2d4f6a8c0e2b4d6f8a0c1e'
@@ -17,26 +18,6 @@ async function folder (t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'hooks-token-'))
   t.after(async () => { await rm(dir, { recursive: true, force: true }) })
   return dir
-}
-
-/**
- * A Secret volume as the kubelet writes it: each version in a folder of its own, `..data` pointing at the current
- * one, and `tokens` a link through `..data`. An update swaps `..data` in one rename, so the file is never half written.
- */
-class SecretVolume {
-  private version = 0
-  constructor (readonly dir: string) {}
-  get file (): string { return join(this.dir, 'tokens') }
-
-  async write (text: string): Promise<void> {
-    const version = `..${++this.version}`
-    await mkdir(join(this.dir, version))
-    await writeFile(join(this.dir, version, 'tokens'), text)
-    await symlink(version, join(this.dir, '..data_tmp'))
-    await rename(join(this.dir, '..data_tmp'), join(this.dir, '..data'))
-    if (this.version === 1) await symlink(join('..data', 'tokens'), this.file)
-    else await rm(join(this.dir, `..${this.version - 1}`), { recursive: true })
-  }
 }
 
 test('HOOKS_BEARER_TOKEN_FILE: one token per line, blank lines ignored', async (t) => {
@@ -83,7 +64,7 @@ test('every token of the file is accepted; a refusal names the file, never a tok
 })
 
 test('reload: a changed file replaces the tokens; an unreadable or empty one, or the example, keeps them and is logged once', async (t) => {
-  const volume = new SecretVolume(await folder(t))
+  const volume = new SecretVolume(await folder(t), 'tokens')
   await volume.write(`${OLD}\n`)
   const lines: Array<{ level: number, msg: string }> = []
   const { log } = Fastify({ logger: { level: 'info', stream: { write: (line: string) => { lines.push(JSON.parse(line)) } } } })
@@ -117,7 +98,7 @@ test('reload: a changed file replaces the tokens; an unreadable or empty one, or
 })
 
 test('rotation in a running server: old and new accepted during the overlap, then the old refused, no restart', { timeout: 60_000 }, async (t) => {
-  const volume = new SecretVolume(await folder(t))
+  const volume = new SecretVolume(await folder(t), 'tokens')
   await volume.write(`${OLD}\n`)
   const server = await startServer({ env: { DATABASE_URL: testDatabaseUrl(), HOOKS_BEARER_TOKEN_FILE: volume.file } })
   t.after(async () => { await server.stop() })
