@@ -91,7 +91,7 @@ describe(`the install on a real kube-apiserver (Metacontroller CRDs of ${metacon
     await withCluster(async (cluster) => {
       const token = 'f'.repeat(64)
       await apply(cluster, 'manifests/namespace/')
-      const created = await kubectl(cluster, ['-n', 'metacontroller-hooks', 'create', 'secret', 'generic', 'metacontroller-hooks-token', `--from-literal=token=${token}`, `--from-literal=accepted=${token}`])
+      const created = await kubectl(cluster, ['-n', 'metacontroller-hooks', 'create', 'secret', 'generic', 'metacontroller-hooks-token', '--save-config', `--from-literal=token=${token}`, `--from-literal=accepted=${token}`])
       assert.equal(created.code, 0, created.stderr)
       await apply(cluster, 'manifests/overlays/bearer-token/')
       await apply(cluster, 'manifests/overlays/bearer-token/')
