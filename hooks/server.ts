@@ -4,7 +4,7 @@ import { app, serverOptions } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { needed, type Io } from './controller.js'
 import { controllers } from './controllers.js'
-import { connectionFromEnvironment, type Connection } from './database/connection.js'
+import { connectionFromEnvironment, connectionFromUrl, type Connection } from './database/connection.js'
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
 import { connectPostgres } from './database/pool.js'
 
@@ -38,7 +38,7 @@ if (connection === undefined && needsPostgres) {
   } catch (error) {
     fail(`no database configured: set DATABASE_URL, the PSQL_HOST/PSQL_PORT/PSQL_DBNAME/PSQL_USER/PSQL_PASSWORD variables, or libpq's PG* variables (the embedded development database could not start: ${(error as Error).message})`)
   }
-  connection = { clientConfig: { connectionString: embedded.connectionString }, description: embedded.description }
+  connection = connectionFromUrl(embedded.connectionString, 'embedded')
   fastify.log.info({ database: embedded.description, dataDir: embedded.dataDir }, `no database configured: started an embedded PostgreSQL at ${embedded.description} (password "postgres", data in ${embedded.dataDir})`)
 }
 
