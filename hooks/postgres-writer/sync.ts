@@ -64,11 +64,6 @@ function tableRefusal (table: string, policy: PostgresPolicy): Refusal | undefin
   return undefined
 }
 
-/** A table custom resources may write: a valid identifier, allowed by the policy. */
-export function writableTable (table: string, policy: PostgresPolicy): boolean {
-  return tableRefusal(table, policy) === undefined
-}
-
 function unstorableText (value: string): string | undefined {
   if (value.includes('\u0000')) return 'a NUL character'
   if (!value.isWellFormed()) return 'an unpaired UTF-16 surrogate'

@@ -19,6 +19,8 @@ test('every password a setting holds is concealed in any text, in each of its sp
   const libpq = connectionFromEnvironment({ PGHOST: 'db', PGPASSWORD: 'secret' })
   assert.equal(libpq?.conceal('secret'), '***')
   assert.equal(connectionFromEnvironment({ PGHOST: 'db' })?.conceal('nothing to hide'), 'nothing to hide')
+  // A password that is not valid percent-encoding is hidden as written.
+  assert.equal(connectionFromEnvironment({ DATABASE_URL: 'postgres://app:100%zz@db/hooks' })?.conceal('was 100%zz'), 'was ***')
 })
 
 test('a libpq key/value string in DATABASE_URL is refused without echoing it', () => {

@@ -161,3 +161,14 @@ for (const [what, body] of [
     }
   })
 }
+
+test('a column changed after the table was found fit is reported exactly at the next sync', async (t) => {
+  const app = await build(t)
+  assert.equal(readyOf(await callHook(app, request('sync-create'))), 'True RowWritten')
+  await admin(app, 'ALTER TABLE students ALTER COLUMN age TYPE text')
+  for (const name of ['sync-age-changed', 'sync-create'] as const) {
+    const answer = await callHook(app, request(name))
+    assert.equal(readyOf(answer), 'False TableIncompatible', `${name}: ${messageOf(answer)}`)
+    assert.match(messageOf(answer), /column age is text, but it must be integer or bigint/)
+  }
+})

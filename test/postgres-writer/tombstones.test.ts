@@ -76,6 +76,15 @@ test('tombstones live in a table no PostgresWriter can name, and go once they ar
   assert.deepEqual(await tombstones(app), [{ uid: NEW_UID, id: 'default/other' }])
 })
 
+test('a tombstones table dropped while the server runs is created again by the next finalize', async (t) => {
+  const app = await build(t)
+  await callHook(app, request('sync-create', { uid: OLD_UID }))
+  await admin(app, `DROP TABLE "${TOMBSTONES}"`)
+  assert.equal((await callHook(app, request('finalize', { uid: OLD_UID }), 'finalize')).json.finalized, true)
+  assert.deepEqual(await tombstones(app), [{ uid: OLD_UID, id: 'default/sample-student' }])
+  assert.deepEqual(await rows(app, 'students'), [])
+})
+
 test('with PG_AUTO_CREATE_TABLES=false, a sync without the tombstones table is refused with its DDL, which works; a finalize goes on', async (t) => {
   const app = await build(t, { env: { PG_AUTO_CREATE_TABLES: 'false' } })
   await admin(app, 'CREATE TABLE students (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL)')
