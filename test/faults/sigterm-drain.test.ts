@@ -35,8 +35,10 @@ test('SIGTERM under load: readiness 503 first, new connections refused only afte
   const server = await startHookServer(t, {
     DATABASE_URL: postgres.connectionString,
     PG_SCHEMA: schema,
-    // The held calls wait on a lock for the whole drain: a long statement timeout, and a pool slot for each.
+    // The held calls wait on a lock for the whole drain (about 4 s): a long statement timeout and call deadline, and
+    // a pool slot for each.
     PG_STATEMENT_TIMEOUT: '20',
+    PG_HOOK_DEADLINE: '9.5',
     PG_POOL_MAX: String(IN_FLIGHT + 5),
     HOOKS_SHUTDOWN_DELAY: String(SHUTDOWN_DELAY_SECONDS),
     LOG_LEVEL: 'warn'
