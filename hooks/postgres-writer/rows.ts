@@ -4,7 +4,7 @@ import type { PostgresIo } from '../database/pool.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
 import type { Row, WriteResult } from './sync.js'
 import {
-  inspectStatement, ordinaryTable, qualified, quote, ROW_SHAPE, rowTableDdl, rowTablesQuery, tableVerdict,
+  inspectStatement, qualified, quote, ROW_SHAPE, rowTableDdl, rowTablesQuery, tableVerdict,
   TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE, tombstonesDdl, type Relation
 } from './tables.js'
 
@@ -61,10 +61,10 @@ function tableMissing (message: string): Failed {
 
 const refused = (reason: string, message: string): Failed => ({ kind: 'failed', reason, message, retryAfterSeconds: RETRY_REFUSED_SECONDS })
 
-/** What a write statement reports (see `outcomeColumns`). */
+/** What a write statement reports. */
 interface WriteReport {
-  /** The table is still the ordinary table found fit. */
-  ordinary: boolean
+  /** The table is the one found fit (its OID): null when the statement could not tell (no row to read it from). */
+  sameTable: boolean | null
   /** The object's uid is tombstoned: it was finalized. */
   finalized: boolean
   /** Rows the statement wrote, and whether the row written reads back as sent. */
@@ -91,9 +91,16 @@ async function pipelined (db: pg.PoolClient, queries: readonly Query[]): Promise
   return settled.map((result) => (result as PromiseFulfilledResult<pg.QueryResult>).value)
 }
 
+/**
+ * How long a table found fit is taken to stay so. Every write checks that the table's name still means the table
+ * found fit (its OID), which catches a table dropped and created again as anything else; what can change under the
+ * same OID (ATTACH PARTITION, INHERIT, a column's type) shows as a failed write or at the next look, at most this late.
+ */
+const FIT_FOR_MS = 60_000
+
 export class RowStore {
-  /** Tables found fit, by name, with the OID they had then: every write checks that the name still means that table. */
-  private readonly fit = new Map<string, string>()
+  /** Tables found fit, by name: the OID they had then, and when. */
+  private readonly fit = new Map<string, { oid: string, at: number }>()
   private tombstonesExist = false
 
   constructor (private readonly io: PostgresIo) {}
@@ -191,7 +198,7 @@ export class RowStore {
    */
   private async fitTable (db: pg.PoolClient, table: string): Promise<string | Failed> {
     const known = this.fit.get(table)
-    if (known !== undefined && this.tombstonesExist) return known
+    if (known !== undefined && this.tombstonesExist && performance.now() - known.at < FIT_FOR_MS) return known.oid
     let inspected = await this.inspect(db, table)
     if ((inspected.relation === undefined || !inspected.tombstones) && this.io.policy.autoCreateTables) {
       await this.create(db, [...inspected.relation === undefined ? [rowTableDdl(this.schema, table)] : [], ...tombstonesDdl(this.schema)])
@@ -201,7 +208,7 @@ export class RowStore {
     if (!inspected.tombstones) return refused('TableMissing', this.tombstonesMissing())
     const verdict = tableVerdict(this.schema, table, inspected.relation)
     if (verdict.kind === 'unfit') return refused(verdict.reason, verdict.message)
-    this.fit.set(table, verdict.oid)
+    this.fit.set(table, { oid: verdict.oid, at: performance.now() })
     this.tombstonesExist = true
     return verdict.oid
   }
@@ -231,52 +238,47 @@ export class RowStore {
     for (const statement of statements) await db.query(statement).catch(ignoreConcurrentCreate)
   }
 
-  /**
-   * The statement's common part, parameters $1..$7: id, name, age, country, the object's uid, the table's OID and
-   * qualified name. `guard` says whether the table is still the ordinary table found fit, and whether the uid is
-   * tombstoned; nothing is written unless the first holds and the second does not.
-   */
-  private guard (): string {
-    return `guard AS (SELECT
-      EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE ${ordinaryTable('$6', '$7')}) AS ordinary,
-      EXISTS (SELECT 1 FROM ${this.tombstones} WHERE uid = $5) AS finalized)`
+  /** $1..$6: id, name, age, country, the object's uid, and the OID of the table as found fit. */
+  private parameters (row: Row, uid: string, oid: string): unknown[] {
+    return [row.id, row.name, row.age, row.country, uid, oid]
   }
 
-  /** The columns of a WriteReport, for the CTE `written` (RETURNING the row's values) into `table`. */
-  private outcomeColumns (table: string): string {
-    return `guard.ordinary, guard.finalized,
-      (SELECT count(*) FROM written)::int AS written,
-      EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept,
-      EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched`
+  /** Whether the uid ($5) is tombstoned; nothing is written for it. */
+  private finalized (): string {
+    return `EXISTS (SELECT 1 FROM ${this.tombstones} WHERE uid = $5)`
   }
 
-  private parameters (row: Row, table: string, uid: string, oid: string): unknown[] {
-    return [row.id, row.name, row.age, row.country, uid, oid, this.table(table)]
+  /** The report's columns on what the CTE `written` (RETURNING the row's values) wrote. */
+  private writtenColumns (): string {
+    return `(SELECT count(*) FROM written)::int AS written,
+      EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept`
   }
 
   /**
-   * Updates the row where it is, if it differs: one statement, no lock. An update never brings back a row that a
-   * finalize deleted; the tombstone check keeps a late sync of a finalized object off a row that an object created
-   * since under the same name owns.
+   * Updates the row where it is, if it differs: one statement, no lock, and when nothing differs, no write. The
+   * table is known by the OID of the table the row is read from. An update never brings back a row that a finalize
+   * deleted; the tombstone check keeps a late sync of a finalized object off the row of an object created since
+   * under the same name.
    */
   private async updateInPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteReport> {
     const result = await db.query<WriteReport>(
-      `WITH ${this.guard()},
-       written AS (
+      `WITH written AS (
          UPDATE ONLY ${this.table(table)} AS t SET name = $2, age = $3, country = $4
-         WHERE t.id = $1 AND (SELECT ordinary AND NOT finalized FROM guard)
+         WHERE t.id = $1 AND t.tableoid = $6::oid AND NOT ${this.finalized()}
            AND (t.name, t.age, t.country) IS DISTINCT FROM ($2::text, $3::integer, $4::text)
          RETURNING t.name, t.age, t.country
        )
-       SELECT ${this.outcomeColumns(table)} FROM guard`,
-      this.parameters(row, table, uid, oid)
+       SELECT o.tableoid = $6::oid AS "sameTable", ${this.finalized()} AS finalized, ${this.writtenColumns()},
+         coalesce((o.name, o.age, o.country) = ($2::text, $3::integer, $4::text), false) AS matched
+       FROM (SELECT 1) AS one LEFT JOIN ONLY ${this.table(table)} AS o ON o.id = $1`,
+      this.parameters(row, uid, oid)
     )
     return result.rows[0] as WriteReport
   }
 
   /** The row is neither written nor there as the spec says: it must be placed. */
   private absent (report: WriteReport): boolean {
-    return report.ordinary && !report.finalized && report.written === 0 && !report.matched
+    return !report.finalized && report.written === 0 && !report.matched
   }
 
   /**
@@ -287,7 +289,7 @@ export class RowStore {
   private async place (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale'> {
     const [, , alone] = await pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, true), COMMIT])
     const report = alone?.rows[0] as WriteReport
-    if (report.others?.length === 0 || !report.ordinary || report.finalized) return this.written(report, row, table, uid)
+    if (report.others?.length === 0 || report.sameTable === false || report.finalized) return this.written(report, row, table, uid)
 
     const [, , moved] = await pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, false)])
     const placement = moved?.rows[0] as WriteReport
@@ -296,31 +298,35 @@ export class RowStore {
   }
 
   /**
-   * The upsert of a placement, after the advisory lock: $8..$10 select the other tables that may hold a copy. With
-   * `onlyIfAlone`, it writes only when there are none.
+   * The upsert of a placement, after the advisory lock. $7 is the table's qualified name: the write is made only if
+   * it still names the table found fit. $8..$11 select the other tables that may hold a copy; with `onlyIfAlone`, it
+   * writes only when there are none.
    */
   private placement (row: Row, table: string, uid: string, oid: string, onlyIfAlone: boolean): Query {
     return [
-      `WITH ${this.guard()},
+      `WITH guard AS (SELECT to_regclass($7) = $6::oid AS "sameTable", ${this.finalized()} AS finalized),
        others AS (${rowTablesQuery('$8', '$9', '$10')} AND c.relname <> $11),
        written AS (
          INSERT INTO ${this.table(table)} AS t (id, name, age, country)
-         SELECT $1, $2, $3, $4 FROM guard WHERE guard.ordinary AND NOT guard.finalized${onlyIfAlone ? ' AND NOT EXISTS (SELECT 1 FROM others)' : ''}
+         SELECT $1, $2, $3, $4 FROM guard WHERE guard."sameTable" AND NOT guard.finalized${onlyIfAlone ? ' AND NOT EXISTS (SELECT 1 FROM others)' : ''}
          ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
          WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
          RETURNING t.name, t.age, t.country
        )
-       SELECT ${this.outcomeColumns(table)}, ARRAY(SELECT relname FROM others ORDER BY relname)::text[] AS others FROM guard`,
-      [...this.parameters(row, table, uid, oid), this.schema, TABLE_NAME_PATTERN, this.allowlist(), table]
+       SELECT guard."sameTable", guard.finalized, ${this.writtenColumns()},
+         EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched,
+         ARRAY(SELECT relname FROM others ORDER BY relname)::text[] AS others
+       FROM guard`,
+      [...this.parameters(row, uid, oid), this.table(table), this.schema, TABLE_NAME_PATTERN, this.allowlist(), table]
     ]
   }
 
   /** What a write statement's report means for the sync; 'stale' when the table is no longer the one found fit. */
   private written (report: WriteReport, row: Row, table: string, uid: string): WriteResult | 'stale' {
-    if (!report.ordinary) return 'stale'
     if (report.finalized) {
       return refused('RowDeleted', `row ${JSON.stringify(row.id)} was deleted when this PostgresWriter (uid ${uid}) was finalized: a sync that arrives after its finalize writes nothing`)
     }
+    if (report.sameTable === false) return 'stale'
     if (report.written > 0 ? report.kept : report.matched) return { kind: 'done' }
     return refused('TableIncompatible', `${this.schema}.${table} did not keep the row as written (a trigger, rule or policy on it changes or drops rows): PostgresWriter needs the row stored as it sends it, to know that it matches the spec`)
   }

@@ -73,13 +73,6 @@ export const inspectStatement = `SELECT to_regclass(format('%I.%I', $1::text, '$
   ) AS r ON true`
 
 /**
- * The condition (on pg_class `c`) of an ordinary table: what a write checks, in its own statement, of the table it
- * writes (`$oid`: the OID it had when it was found fit, `$name`: its qualified name).
- */
-export const ordinaryTable = (oid: string, name: string): string => `c.oid = ${oid}::oid AND c.oid = to_regclass(${name}) AND c.relkind = 'r' AND NOT c.relispartition
-  AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid)`
-
-/**
  * The tables of schema `schema` (a parameter, e.g. `$8`) that may hold a PostgresWriter row and that this user may
  * delete from: ordinary tables with a text id and name, age and country columns, whose name a spec.table can have
  * (`pattern`) and that PG_TABLE_ALLOWLIST admits (`allowlist`, a text[] or null). A SELECT of `c.relname`.
