@@ -61,10 +61,10 @@ function tableMissing (message: string): Failed {
 
 const refused = (reason: string, message: string): Failed => ({ kind: 'failed', reason, message, retryAfterSeconds: RETRY_REFUSED_SECONDS })
 
-/** What a write statement reports. */
-interface WriteReport {
-  /** The table is the one found fit (its OID): null when the statement could not tell (no row to read it from). */
-  sameTable: boolean | null
+/** What a placement reports. */
+interface Placement {
+  /** The table's name still means the table found fit (its OID). */
+  sameTable: boolean
   /** The object's uid is tombstoned: it was finalized. */
   finalized: boolean
   /** Rows the statement wrote, and whether the row written reads back as sent. */
@@ -72,8 +72,8 @@ interface WriteReport {
   kept: boolean
   /** Before the statement, the table held the row as the spec says. */
   matched: boolean
-  /** The other tables that may hold a copy (placements only). */
-  others?: string[]
+  /** The other tables that may hold a copy. */
+  others: string[]
 }
 
 type Query = readonly [text: string, values?: unknown[]]
@@ -129,8 +129,7 @@ export class RowStore {
         const fit = await this.fitTable(db, table)
         if (typeof fit !== 'string') return fit
         try {
-          const report = placed ? await this.updateInPlace(db, row, table, uid, fit) : undefined
-          const result = report === undefined || this.absent(report) ? await this.place(db, row, table, uid, fit) : this.written(report, row, table, uid)
+          const result = (placed ? await this.inPlace(db, row, table, uid, fit) : undefined) ?? await this.place(db, row, table, uid, fit)
           if (result !== 'stale') return result
         } catch (error) {
           if (!tableChanged(error) || attempt === 2) throw error
@@ -238,47 +237,40 @@ export class RowStore {
     for (const statement of statements) await db.query(statement).catch(ignoreConcurrentCreate)
   }
 
-  /** $1..$6: id, name, age, country, the object's uid, and the OID of the table as found fit. */
-  private parameters (row: Row, uid: string, oid: string): unknown[] {
-    return [row.id, row.name, row.age, row.country, uid, oid]
-  }
-
   /** Whether the uid ($5) is tombstoned; nothing is written for it. */
   private finalized (): string {
     return `EXISTS (SELECT 1 FROM ${this.tombstones} WHERE uid = $5)`
   }
 
-  /** The report's columns on what the CTE `written` (RETURNING the row's values) wrote. */
-  private writtenColumns (): string {
-    return `(SELECT count(*) FROM written)::int AS written,
-      EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept`
-  }
-
   /**
-   * Updates the row where it is, if it differs: one statement, no lock, and when nothing differs, no write. The
-   * table is known by the OID of the table the row is read from. An update never brings back a row that a finalize
-   * deleted; the tombstone check keeps a late sync of a finalized object off the row of an object created since
-   * under the same name.
+   * The row where the last acknowledged sync put it: read, and updated when it differs, as long as the object was not
+   * finalized (so that a late sync of a finalized object stays off the row of an object created since under the same
+   * name). An unchanged resync, the common call, is one read of one row. The table is known by the OID of the table
+   * the row comes from. Undefined when the row must be placed: it is not there, or was not updated.
    */
-  private async updateInPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteReport> {
-    const result = await db.query<WriteReport>(
+  private async inPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale' | undefined> {
+    const values = [row.id, row.name, row.age, row.country]
+    const [found] = (await db.query<{ sameTable: boolean, matched: boolean }>(
+      `SELECT o.tableoid = $5::oid AS "sameTable", (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text) AS matched
+       FROM ONLY ${this.table(table)} AS o WHERE o.id = $1`,
+      [...values, oid]
+    )).rows
+    if (found === undefined) return undefined
+    if (!found.sameTable) return 'stale'
+    if (found.matched) return { kind: 'done' }
+    // An update never brings back a row that a finalize deleted: what it does not write is placed, under the row's lock.
+    const [updated] = (await db.query<{ written: number, kept: boolean }>(
       `WITH written AS (
          UPDATE ONLY ${this.table(table)} AS t SET name = $2, age = $3, country = $4
          WHERE t.id = $1 AND t.tableoid = $6::oid AND NOT ${this.finalized()}
            AND (t.name, t.age, t.country) IS DISTINCT FROM ($2::text, $3::integer, $4::text)
          RETURNING t.name, t.age, t.country
        )
-       SELECT o.tableoid = $6::oid AS "sameTable", ${this.finalized()} AS finalized, ${this.writtenColumns()},
-         coalesce((o.name, o.age, o.country) = ($2::text, $3::integer, $4::text), false) AS matched
-       FROM (SELECT 1) AS one LEFT JOIN ONLY ${this.table(table)} AS o ON o.id = $1`,
-      this.parameters(row, uid, oid)
-    )
-    return result.rows[0] as WriteReport
-  }
-
-  /** The row is neither written nor there as the spec says: it must be placed. */
-  private absent (report: WriteReport): boolean {
-    return !report.finalized && report.written === 0 && !report.matched
+       SELECT count(*)::int AS written, coalesce(bool_and((name, age, country) = ($2::text, $3::integer, $4::text)), false) AS kept FROM written`,
+      [...values, uid, oid]
+    )).rows
+    if (updated === undefined || updated.written === 0) return undefined
+    return updated.kept ? { kind: 'done' } : this.notKept(table)
   }
 
   /**
@@ -288,13 +280,13 @@ export class RowStore {
    */
   private async place (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale'> {
     const [, , alone] = await pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, true), COMMIT])
-    const report = alone?.rows[0] as WriteReport
-    if (report.others?.length === 0 || report.sameTable === false || report.finalized) return this.written(report, row, table, uid)
+    const report = alone?.rows[0] as Placement
+    if (report.others.length === 0 || !report.sameTable || report.finalized) return this.placed(report, row, table, uid)
 
     const [, , moved] = await pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, false)])
-    const placement = moved?.rows[0] as WriteReport
-    await pipelined(db, [...(placement.others ?? []).map((other): Query => [`DELETE FROM ONLY ${this.table(other)} WHERE id = $1`, [row.id]]), COMMIT])
-    return this.written(placement, row, table, uid)
+    const placement = moved?.rows[0] as Placement
+    await pipelined(db, [...placement.others.map((other): Query => [`DELETE FROM ONLY ${this.table(other)} WHERE id = $1`, [row.id]]), COMMIT])
+    return this.placed(placement, row, table, uid)
   }
 
   /**
@@ -313,21 +305,27 @@ export class RowStore {
          WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
          RETURNING t.name, t.age, t.country
        )
-       SELECT guard."sameTable", guard.finalized, ${this.writtenColumns()},
+       SELECT guard."sameTable", guard.finalized,
+         (SELECT count(*) FROM written)::int AS written,
+         EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept,
          EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched,
          ARRAY(SELECT relname FROM others ORDER BY relname)::text[] AS others
        FROM guard`,
-      [...this.parameters(row, uid, oid), this.table(table), this.schema, TABLE_NAME_PATTERN, this.allowlist(), table]
+      [row.id, row.name, row.age, row.country, uid, oid, this.table(table), this.schema, TABLE_NAME_PATTERN, this.allowlist(), table]
     ]
   }
 
-  /** What a write statement's report means for the sync; 'stale' when the table is no longer the one found fit. */
-  private written (report: WriteReport, row: Row, table: string, uid: string): WriteResult | 'stale' {
+  /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */
+  private placed (report: Placement, row: Row, table: string, uid: string): WriteResult | 'stale' {
     if (report.finalized) {
       return refused('RowDeleted', `row ${JSON.stringify(row.id)} was deleted when this PostgresWriter (uid ${uid}) was finalized: a sync that arrives after its finalize writes nothing`)
     }
-    if (report.sameTable === false) return 'stale'
+    if (!report.sameTable) return 'stale'
     if (report.written > 0 ? report.kept : report.matched) return { kind: 'done' }
+    return this.notKept(table)
+  }
+
+  private notKept (table: string): Failed {
     return refused('TableIncompatible', `${this.schema}.${table} did not keep the row as written (a trigger, rule or policy on it changes or drops rows): PostgresWriter needs the row stored as it sends it, to know that it matches the spec`)
   }
 }
