@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startPostgres } from '../helpers/postgres-process.js'
 import type { ServerProcess } from '../helpers/server-process.js'
 import { DATABASE_UNAVAILABLE_OUTCOMES, longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
-import { startHookServer, testSchema } from './hook-server.js'
+import { startHookServer, startRig } from './hook-server.js'
 import { Writer } from './writers.js'
 
 const KILLS = 20
@@ -17,10 +16,9 @@ const TABLES = ['students', 'graduates']
  */
 for (const poolMax of (process.env.KILL_POOLS ?? '2,10').split(',').map(Number)) {
   test(`PostgreSQL SIGKILLed ${KILLS} times under ${CONCURRENCY} concurrent table moves, PG_POOL_MAX=${poolMax}: no exit, every call answered`, async (t) => {
-    const postgres = await startPostgres()
-    t.after(async () => { await postgres.remove() })
-    const env = { DATABASE_URL: postgres.connectionString, PG_SCHEMA: testSchema(), PG_POOL_MAX: String(poolMax), LOG_LEVEL: 'warn' }
-    let server: ServerProcess = await startHookServer(t, env)
+    const rig = await startRig(t, { PG_POOL_MAX: String(poolMax), LOG_LEVEL: 'warn' })
+    const { postgres, env } = rig
+    let server: ServerProcess = rig.server
     let exits = 0
     const exitLogs: string[] = []
 

@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
-import type pg from 'pg'
-import { startPostgres } from '../helpers/postgres-process.js'
 import { outcomeOf, type Answer } from './hook-calls.js'
-import { startHookServer, STATEMENT_TIMEOUT_SECONDS, testSchema } from './hook-server.js'
+import { pollHookBackends, startRig, STATEMENT_TIMEOUT_SECONDS } from './hook-server.js'
 import { rowsById } from './rows.js'
 import { Writer } from './writers.js'
 
@@ -21,27 +18,8 @@ const TRIGGER_SLEEP_SECONDS = STATEMENT_TIMEOUT_SECONDS - 0.5
 /** What answering may add to the deadline on a loaded machine. */
 const SLACK_MS = 1500
 
-/** Hook backends still running a statement, with what they run. */
-async function activeStatements (observer: pg.Client): Promise<string[]> {
-  const result = await observer.query<{ query: string }>("SELECT query FROM pg_stat_activity WHERE application_name = 'metacontroller-hooks' AND state = 'active'")
-  return result.rows.map((r) => r.query.replace(/\s+/g, ' ').slice(0, 80))
-}
-
-/** Waits up to `ms` for every hook backend to be idle; what still runs then. */
-async function activeAfter (observer: pg.Client, ms: number): Promise<string[]> {
-  let active = await activeStatements(observer)
-  for (let waited = 0; active.length > 0 && waited < ms; waited += 50) {
-    await sleep(50)
-    active = await activeStatements(observer)
-  }
-  return active
-}
-
 test(`six tables whose triggers each sleep ${TRIGGER_SLEEP_SECONDS} s: sync and finalize answer by the deadline, cancelled in PostgreSQL, rolled back`, async (t) => {
-  const postgres = await startPostgres()
-  t.after(async () => { await postgres.remove() })
-  const schema = testSchema()
-  const server = await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema })
+  const { postgres, schema, server } = await startRig(t)
   const admin = await postgres.connect()
   const observer = await postgres.connect()
 
@@ -67,7 +45,8 @@ test(`six tables whose triggers each sleep ${TRIGGER_SLEEP_SECONDS} s: sync and 
   for (const writer of [placed, finalized]) {
     const answer = await writer.call(server)
     slow.push(answer)
-    leftRunning.push(...await activeAfter(observer, 500))
+    // Within half a second of the answer, no statement of the hook still runs.
+    leftRunning.push(...await pollHookBackends(observer, "state = 'active'", (running) => running.length === 0, 500))
     t.diagnostic(`${answer.hook}: ${outcomeOf(answer)} in ${Math.round(answer.ms)} ms, resyncAfterSeconds ${answer.body?.resyncAfterSeconds}`)
   }
   for (const answer of slow) {

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
-import { startPostgres } from '../helpers/postgres-process.js'
 import { callHook, outcomeOf, type Answer } from './hook-calls.js'
-import { startHookServer, testSchema } from './hook-server.js'
+import { pollHookBackends, startRig } from './hook-server.js'
 import { rowsById } from './rows.js'
 import { Writer } from './writers.js'
 
@@ -16,21 +15,13 @@ import { Writer } from './writers.js'
 
 const RUNS = 5
 
-/** Polls pg_stat_activity until `count` hook backends wait as `what` says (or throws after 5 s). */
-async function waitForBackends (observer: pg.Client, count: number, what: string, condition: string): Promise<void> {
-  for (let waited = 0; ; waited += 20) {
-    const result = await observer.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'metacontroller-hooks' AND ${condition}`)
-    if ((result.rows[0]?.n ?? 0) >= count) return
-    assert.ok(waited < 5000, `${count} hook backend(s) never ${what}`)
-    await sleep(20)
-  }
+/** Waits until a hook backend matches `condition`. */
+async function waitForBackend (observer: pg.Client, what: string, condition: string): Promise<void> {
+  assert.notDeepEqual(await pollHookBackends(observer, condition, (backends) => backends.length > 0, 5000), [], `no hook backend ever ${what}`)
 }
 
 test('a sync held by a table lock while finalize is sent: the row is gone once both answered', async (t) => {
-  const postgres = await startPostgres()
-  t.after(async () => { await postgres.remove() })
-  const schema = testSchema()
-  const server = await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema })
+  const { postgres, schema, server } = await startRig(t)
   const admin = await postgres.connect()
   const observer = await postgres.connect()
   assert.equal(outcomeOf(await new Writer('graduate', { table: 'graduates', name: 'g', age: 1, country: 'x' }).call(server)), 'Ready')
@@ -43,7 +34,7 @@ test('a sync held by a table lock while finalize is sent: the row is gone once b
     // The sync moves the row to the locked table and waits there; the finalize is sent meanwhile.
     writer.edit({ ...writer.spec, table: 'graduates' })
     const sync = callHook(server, 'sync', writer.request())
-    await waitForBackends(observer, 1, 'waited on the lock', "wait_event_type = 'Lock'")
+    await waitForBackend(observer, 'waited on the lock', "wait_event_type = 'Lock'")
     writer.delete()
     const finalize = callHook(server, 'finalize', writer.request())
     await sleep(500)
@@ -58,10 +49,7 @@ test('a sync held by a table lock while finalize is sent: the row is gone once b
 })
 
 test('a sync slowed by a statement trigger while finalize commits: the row stays gone and the sync does not answer Ready=True', async (t) => {
-  const postgres = await startPostgres()
-  t.after(async () => { await postgres.remove() })
-  const schema = testSchema()
-  const server = await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema })
+  const { postgres, schema, server } = await startRig(t)
   const admin = await postgres.connect()
   const seed = new Writer('seed', { table: 'students', name: 's', age: 1, country: 'x' })
   assert.equal(outcomeOf(await seed.call(server)), 'Ready')
@@ -78,7 +66,7 @@ test('a sync slowed by a statement trigger while finalize commits: the row stays
     // An edit: the sync updates the row in place, and sleeps in the trigger before it touches it.
     writer.edit({ ...writer.spec, age: 31 })
     const sync = callHook(server, 'sync', writer.request())
-    await waitForBackends(admin, 1, 'slept in the trigger', "wait_event = 'PgSleep'")
+    await waitForBackend(admin, 'slept in the trigger', "wait_event = 'PgSleep'")
     writer.delete()
     const finalized = await callHook(server, 'finalize', writer.request())
     assert.equal(outcomeOf(finalized), 'finalized', 'the finalize committed while the sync slept')
