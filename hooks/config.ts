@@ -1,3 +1,5 @@
+import { WEBHOOK_TIMEOUT_SECONDS } from './controller.js'
+
 /**
  * Configuration from the environment, validated once at start-up. Every problem is collected and reported
  * together, naming the variable and what it accepts.
@@ -20,6 +22,8 @@ export interface DatabaseConfig {
   poolMax: number
   connectTimeoutMs: number
   statementTimeoutMs: number
+  /** What one hook call may spend on PostgreSQL in all, from its start to its answer. */
+  hookDeadlineMs: number
   policy: PostgresPolicy
 }
 
@@ -77,6 +81,17 @@ export function loadConfig (env: Environment = process.env): Config {
     problems.push(`${name}='${raw}': expected true or false`)
     return fallback
   }
+  /** Seconds, possibly with a fraction, as milliseconds. */
+  const seconds = (name: string, fallback: number, below: number, why: string): number => {
+    const raw = value(name)
+    if (raw === undefined) return fallback * 1000
+    const parsed = /^\d+(\.\d{1,3})?$/.test(raw) ? Number(raw) : NaN
+    if (!(parsed > 0 && parsed < below)) {
+      problems.push(`${name}='${raw}': expected seconds above 0 and below ${below} (such as 6 or 4.5): ${why}`)
+      return fallback * 1000
+    }
+    return parsed * 1000
+  }
   const size = (name: string, fallback: number): number => {
     const raw = value(name)
     if (raw === undefined) return fallback
@@ -121,6 +136,8 @@ export function loadConfig (env: Environment = process.env): Config {
       poolMax: integer('PG_POOL_MAX', 10, 1, 1000),
       connectTimeoutMs: integer('PG_CONNECT_TIMEOUT', 2, 1, 60) * 1000,
       statementTimeoutMs: integer('PG_STATEMENT_TIMEOUT', 3, 1, 600) * 1000,
+      hookDeadlineMs: seconds('PG_HOOK_DEADLINE', 6, WEBHOOK_TIMEOUT_SECONDS,
+        `a PostgresWriter call must answer before Metacontroller gives up on it (webhook timeout ${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`),
       policy: { schema, autoCreateTables: boolean('PG_AUTO_CREATE_TABLES', true), tableAllowlist }
     },
     bearerToken: value('HOOKS_BEARER_TOKEN'),

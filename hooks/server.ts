@@ -4,7 +4,7 @@ import { app, serverOptions } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { needed, type Io } from './controller.js'
 import { controllers } from './controllers.js'
-import { connectionFromEnvironment, type Connection } from './database/connection.js'
+import { connectionFromEnvironment, connectionFromUrl, type Connection } from './database/connection.js'
 import { developmentDataDir, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
 import { connectPostgres } from './database/pool.js'
 
@@ -45,7 +45,7 @@ if (connection === undefined && needsPostgres) {
     if (error instanceof EmbeddedPostgresError && !error.installed) fail(`no database configured: ${setOne} (${error.message}, so no development database can be started)`)
     fail(`the embedded development PostgreSQL could not start: ${(error as Error).message} (to use another database, ${setOne})`)
   }
-  connection = { clientConfig: { connectionString: embedded.connectionString }, description: embedded.description }
+  connection = connectionFromUrl(embedded.connectionString, 'embedded')
   fastify.log.info({ database: embedded.description, dataDir: embedded.dataDir }, `no database configured: started an embedded PostgreSQL at ${embedded.description} (password "postgres", data in ${embedded.dataDir})`)
 }
 

@@ -1,6 +1,6 @@
 import type { TSchema } from '@sinclair/typebox'
 import { stringify } from 'yaml'
-import { hookNames, type Controller, type HookName } from '../hooks/controller.js'
+import { hookNames, WEBHOOK_TIMEOUT_SECONDS, type Controller, type HookName } from '../hooks/controller.js'
 import type { CustomResource } from '../hooks/custom-resource.js'
 
 /**
@@ -10,7 +10,6 @@ import type { CustomResource } from '../hooks/custom-resource.js'
  */
 
 export const HOOK_SERVICE = { name: 'metacontroller-hooks', namespace: 'metacontroller-hooks', port: 80 }
-export const WEBHOOK_TIMEOUT = '10s'
 const PART_OF = { 'app.kubernetes.io/part-of': 'metacontroller-hooks' }
 
 type JsonSchema = Record<string, unknown>
@@ -88,7 +87,7 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
 }
 
 function webhook (controller: Controller, hook: HookName): JsonSchema {
-  return { version: 'v2', webhook: { service: HOOK_SERVICE, path: `/${controller.name}/${hook}`, timeout: WEBHOOK_TIMEOUT } }
+  return { version: 'v2', webhook: { service: HOOK_SERVICE, path: `/${controller.name}/${hook}`, timeout: `${WEBHOOK_TIMEOUT_SECONDS}s` } }
 }
 
 export function metacontrollerManifest (controller: Controller): JsonSchema {

@@ -38,3 +38,15 @@ test('every bad value is reported at once, naming the variable', () => {
     return true
   })
 })
+
+test('PG_HOOK_DEADLINE: seconds, 6 by default, and below the webhook timeout of the generated controllers', () => {
+  assert.equal(loadConfig({}).database.hookDeadlineMs, 6000)
+  assert.equal(loadConfig({ PG_HOOK_DEADLINE: '4.5' }).database.hookDeadlineMs, 4500)
+  for (const raw of ['10', '12', '0', '-1', 'soon', '1e3']) {
+    assert.throws(() => loadConfig({ PG_HOOK_DEADLINE: raw }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError)
+      assert.deepEqual(error.problems, [`PG_HOOK_DEADLINE='${raw}': expected seconds above 0 and below 10 (such as 6 or 4.5): a PostgresWriter call must answer before Metacontroller gives up on it (webhook timeout 10s in the generated controllers)`])
+      return true
+    }, raw)
+  }
+})

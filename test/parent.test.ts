@@ -68,3 +68,27 @@ test('every hook of every controller refuses a parent of another kind, or of ano
     }
   }
 })
+
+test('a name that is no DNS subdomain, or a namespace that is no DNS label, gets 422 naming the field from every hook', async (t) => {
+  const { app, pool, schema } = await build(t)
+  const names = ['b/c', 'Sample', 'a..b', '-a', 'a_b', 'a'.repeat(254)]
+  const namespaces = ['a/b', 'Default', 'a.b', 'a'.repeat(64), '']
+  for (const controller of controllers) {
+    const [request] = requestFixtures(controller.name)
+    const field = controller.type === 'composite' ? 'parent' : 'object'
+    for (const hook of hookNames(controller)) {
+      for (const [key, values] of [['name', names], ['namespace', namespaces]] as const) {
+        for (const value of values) {
+          const body = structuredClone(request) as Json
+          parentOf(body).metadata[key] = value
+          const response = await app.inject({ method: 'POST', url: `/${controller.name}/${hook}`, payload: body })
+          const where = `${controller.name} ${hook} with ${key} ${JSON.stringify(value.slice(0, 20))}`
+          assert.equal(response.statusCode, 422, where)
+          assert.match(response.json().message, new RegExp(`^${field}\\.metadata\\.${key} `), where)
+        }
+      }
+    }
+  }
+  const tables = await (pool as pg.Pool).query('SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1', [schema])
+  assert.equal(tables.rowCount, 0, 'no table was created, so no row was written')
+})

@@ -6,6 +6,7 @@ import Fastify from 'fastify'
 import { app, serverOptions } from '../hooks/app.js'
 import { loadConfig, type Environment } from '../hooks/config.js'
 import { controllers } from '../hooks/controllers.js'
+import { connectionFromUrl } from '../hooks/database/connection.js'
 import { connectPostgres } from '../hooks/database/pool.js'
 import { testDatabaseUrl } from './helpers/app.js'
 import { generateCertificates, type CertificateSet } from './helpers/certificates.js'
@@ -16,7 +17,7 @@ interface Client { cert?: Buffer, key?: Buffer, token?: string }
 async function listen (t: import('node:test').TestContext, env: Environment): Promise<number> {
   const config = loadConfig({ LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1', ...env })
   const fastify = Fastify(serverOptions(config))
-  const postgres = connectPostgres({ clientConfig: { connectionString: testDatabaseUrl() }, description: 'test database' }, config.database, fastify.log)
+  const postgres = connectPostgres(connectionFromUrl(testDatabaseUrl(), 'test database'), config.database, fastify.log)
   await fastify.register(app, { config, controllers, io: { postgres }, lifecycle: { draining: false } })
   await fastify.listen({ port: 0, host: '127.0.0.1' })
   t.after(async () => {

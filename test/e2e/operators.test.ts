@@ -71,10 +71,10 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
       const name = sample.metadata.name
       const id = `${s.namespace}/${name}`
       interface Row { table: string, name: string, age: number, country: string, xmin: string }
-      /** The object's rows in every table of the schema that has an `id` column. */
+      /** The object's rows in every table of the schema that has an `age` column (all but the hook's tombstones). */
       const rows = async (): Promise<Row[]> => {
         const tables = await postgres.query<{ table_name: string }>(
-          "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'id' ORDER BY table_name")
+          "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'age' ORDER BY table_name")
         const found: Row[] = []
         for (const { table_name: table } of tables) {
           for (const row of await postgres.query<Omit<Row, 'table'>>(

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startPostgres } from '../helpers/postgres-process.js'
 import { waitForReadiness } from '../helpers/server-process.js'
 import { DATABASE_UNAVAILABLE_OUTCOMES, longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
-import { CALL_BOUND_MS, startHookServer, testSchema } from './hook-server.js'
+import { CALL_BOUND_MS, startRig } from './hook-server.js'
 import { assertRowsMatchWriters } from './rows.js'
 import { replay, Writer, type WriterSpec } from './writers.js'
 
@@ -42,10 +41,7 @@ function apply (writer: Writer, step: Step): void {
 }
 
 test('PostgreSQL SIGKILLed and restarted amid 500 syncs and finalizes: no hang, no crash, /readyz follows, replay converges', async (t) => {
-  const postgres = await startPostgres()
-  t.after(async () => { await postgres.remove() })
-  const schema = testSchema()
-  const server = await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema, LOG_LEVEL: 'warn' })
+  const { postgres, schema, server } = await startRig(t, { LOG_LEVEL: 'warn' })
   await waitForReadiness(server, 200, 10_000)
 
   const writers = Array.from({ length: WRITERS }, (_, i) => new Writer(`writer-${String(i).padStart(3, '0')}`, {
