@@ -331,10 +331,35 @@ test('a spec the hook cannot interpret gets 422 with a message naming the field'
   }
 })
 
-test('an observed claim whose size is unreadable fails the call (500) rather than answer without it', async (t) => {
-  const request = fixture('bookstore', 'steady-state')
-  request.children['PersistentVolumeClaim.v1'][`${NS}/${CLAIM(0)}`].spec.resources.requests.storage = 'plenty'
-  const { statusCode, json } = await sync(t, request)
-  assert.equal(statusCode, 500)
-  assert.equal(json.children, undefined)
+test('an observed claim whose size is not a quantity is asked for dbSize, and VolumeSizeUnknown says so', async (t) => {
+  const cases: Array<[string, (resources: Json) => void, string]> = [
+    ['missing', (resources) => { delete resources.requests.storage }, 'nothing'],
+    ['null', (resources) => { resources.requests.storage = null }, 'null'],
+    ['a number', (resources) => { resources.requests.storage = 5 }, '5'],
+    ['empty', (resources) => { resources.requests.storage = '' }, '""'],
+    ['not a quantity', (resources) => { resources.requests.storage = 'plenty' }, '"plenty"'],
+    ['an object', (resources) => { resources.requests = { storage: { amount: 2 } } }, 'an object'],
+    ['no requests at all', (resources) => { delete resources.requests }, 'nothing']
+  ]
+  for (const [label, change, shown] of cases) {
+    const request = withSpec(fixture('bookstore', 'steady-state'), (spec) => { spec.bookDB.dbSize = '3Gi' })
+    change(request.children['PersistentVolumeClaim.v1'][`${NS}/${CLAIM(0)}`].spec.resources)
+    const response = await answer(t, request)
+    assert.deepEqual(claims(response), [{ name: CLAIM(0), storage: '3Gi', storageClassName: 'csi-hostpath-sc' }], label)
+    const message = `claims whose spec.resources.requests.storage is not a quantity, which no API server stores, are asked for spec.bookDB.dbSize 3Gi; Kubernetes refuses to make a bound claim smaller, so none shrinks: ${CLAIM(0)} requests ${shown}`
+    assert.deepEqual(condition(response, 'VolumeSizeUnknown'), { ...volumeCondition('VolumeSizeUnknown', 'ClaimSizeNotAQuantity', message), observedGeneration: 1 }, label)
+    assert.equal(response.status.db.volumeSize, '3Gi', label)
+  }
+  const readable = await answer(t, fixture('bookstore', 'steady-state'))
+  assert.equal(condition(readable, 'VolumeSizeUnknown'), undefined, 'absent while every claim is readable')
+})
+
+test('an observed StatefulSet whose claim templates nest 100,000 levels deep gets 400 naming it, not a 500', async (t) => {
+  const text = JSON.stringify(fixture('bookstore', 'steady-state'))
+  const deep = '['.repeat(100_000) + ']'.repeat(100_000)
+  const { app } = await build(t, { databaseUrl: false, controllers: [bookStore] })
+  const payload = text.replace('"volumeClaimTemplates":[', `"volumeClaimTemplates":[${deep},`)
+  const response = await app.inject({ method: 'POST', url: '/bookstore/sync', payload, headers: { 'content-type': 'application/json' } })
+  assert.equal(response.statusCode, 400)
+  assert.match(response.json().message, new RegExp(`StatefulSet ${N}-mongodb's spec.volumeClaimTemplates nest more than 64 levels deep`))
 })
