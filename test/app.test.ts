@@ -53,6 +53,16 @@ test('/metrics exposes the hook-duration histogram by controller, hook and outco
   }
 })
 
+test('/metrics counts a finalize as finalized or pending, never as not_ready', async (t) => {
+  const finalizeOutcomes = async (app: Awaited<ReturnType<typeof build>>['app']): Promise<string[]> => {
+    const response = await app.inject({ method: 'POST', url: '/postgres-writer/finalize', payload: fixture('postgres-writer', 'finalize') })
+    const metrics = (await app.inject({ url: '/metrics' })).body
+    return [String(response.json().finalized), ...metrics.match(/(?<=metacontroller_hooks_duration_seconds_count\{controller="postgres-writer",hook="finalize",outcome=")\w+(?="\} 1)/g) ?? []]
+  }
+  assert.deepEqual(await finalizeOutcomes((await build(t)).app), ['true', 'finalized'])
+  assert.deepEqual(await finalizeOutcomes((await build(t, { databaseUrl: UNREACHABLE, env: { PG_CONNECT_TIMEOUT: '1' } })).app), ['false', 'pending'])
+})
+
 const badBodies: Array<[string, string, RegExp]> = [
   ['malformed JSON', '{"object": {', /JSON/],
   ['an empty body', '', /empty/i],
