@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { customResource } from '../custom-resource.js'
+import { customResource, VISIBLE_ASCII } from '../custom-resource.js'
 
-export const PULSAR_SERVICE_URL_PATTERN = '^pulsar(\\+ssl)?://\\S+$'
+export const PULSAR_SERVICE_URL_PATTERN = `^pulsar(\\+ssl)?://${VISIBLE_ASCII}+$`
 const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'
 
 const int32 = { minimum: 0, maximum: 2147483647, format: 'int32' } as const
@@ -20,6 +20,7 @@ export const pulsarConsumerResource = customResource({
   group: 'pulsar.pulsarconsumer.krvarma.com',
   version: 'v1',
   kind: 'PulsarConsumer',
+  name: { maxLength: 242, why: 'its Deployment is <name>-deployment, and a Deployment\'s name holds at most 253 characters' },
   spec: PulsarConsumerSpecSchema,
   status: {
     server: Type.Optional(Type.String({ description: 'Service URL given to the consumers.' })),

@@ -236,7 +236,7 @@ test('no claim ever shrinks: each requests the larger of dbSize and its observed
 })
 
 test('dbSize is written in the canonical form the API server stores', async (t) => {
-  for (const [dbSize, canonical] of [['2048Mi', '2Gi'], ['1.5Gi', '1536Mi'], ['2000M', '2G'], ['1E9', '1e9'], [5368709120, '5368709120'], ['+3Gi', '3Gi']] as const) {
+  for (const [dbSize, canonical] of [['2048Mi', '2Gi'], ['1.5Gi', '1536Mi'], ['2000M', '2G'], ['1E9', '1e9'], [5368709120, '5368709120'], ['+3Gi', '3Gi'], ['1500m', '2'], ['1.1Gi', '1181116007'], ['9223372036854775806', '9223372036854775806']] as const) {
     const response = await answer(t, withSpec(fixture('bookstore', 'first-sync'), (spec) => { spec.bookDB.dbSize = dbSize }))
     assert.equal(claims(response)[0]?.storage, canonical, String(dbSize))
     assert.equal(child(response, 'StatefulSet', `${N}-mongodb`).spec.volumeClaimTemplates[0].spec.resources.requests.storage, canonical, String(dbSize))
@@ -306,11 +306,14 @@ test('a spec with only bookApp.repository gets every default', async (t) => {
 
 test('a spec the hook cannot interpret gets 422 with a message naming the field', async (t) => {
   const cases: Array<[string, (request: Json) => void, RegExp]> = [
-    ['dbSize: lots', (r) => { r.parent.spec.bookDB.dbSize = 'lots' }, /spec\.bookDB\.dbSize: "lots" is not a quantity: write a size such as 1Gi/],
-    ['dbSize: 0', (r) => { r.parent.spec.bookDB.dbSize = '0' }, /spec\.bookDB\.dbSize: "0" must be larger than zero/],
-    ['dbSize: -1Gi', (r) => { r.parent.spec.bookDB.dbSize = '-1Gi' }, /spec\.bookDB\.dbSize: "-1Gi" must be larger than zero/],
-    ['dbSize: 1500m', (r) => { r.parent.spec.bookDB.dbSize = '1500m' }, /spec\.bookDB\.dbSize: "1500m" is not a whole number of bytes/],
-    ['dbSize: 9Ei', (r) => { r.parent.spec.bookDB.dbSize = '9Ei' }, /larger than a Kubernetes quantity can hold/],
+    ['dbSize: lots', (r) => { r.parent.spec.bookDB.dbSize = 'lots' }, /spec\.bookDB\.dbSize: "lots" must be a size such as 1Gi, 500Mi or 2G/],
+    ['dbSize: 0', (r) => { r.parent.spec.bookDB.dbSize = '0' }, /spec\.bookDB\.dbSize: "0" must be at least one byte/],
+    ['dbSize: 0 as a number', (r) => { r.parent.spec.bookDB.dbSize = 0 }, /spec\.bookDB\.dbSize: 0 must be at least one byte/],
+    ['dbSize: -1Gi', (r) => { r.parent.spec.bookDB.dbSize = '-1Gi' }, /spec\.bookDB\.dbSize: "-1Gi" must be at least one byte/],
+    ['dbSize: 100m', (r) => { r.parent.spec.bookDB.dbSize = '100m' }, /spec\.bookDB\.dbSize: "100m" must be at least one byte/],
+    ['dbSize: 9Ei', (r) => { r.parent.spec.bookDB.dbSize = '9Ei' }, /"9Ei" must be less than 8Ei \(9223372036854775807 bytes\)/],
+    ['dbSize: 8Ei', (r) => { r.parent.spec.bookDB.dbSize = '8Ei' }, /"8Ei" must be less than 8Ei/],
+    ['dbSize: 1e0009', (r) => { r.parent.spec.bookDB.dbSize = '1e0009' }, /"1e0009" must be a size such as 1Gi/],
     ['dbSize: true', (r) => { r.parent.spec.bookDB.dbSize = true }, /spec\.bookDB\.dbSize: Expected integer or string/],
     ['replicas: -1', (r) => { r.parent.spec.bookDB.replicas = -1 }, /spec\.bookDB\.replicas: Expected integer to be greater or equal to 0/],
     ['replicas: 51', (r) => { r.parent.spec.bookDB.replicas = 51 }, /spec\.bookDB\.replicas: Expected integer to be less or equal to 50/],
@@ -329,6 +332,15 @@ test('a spec the hook cannot interpret gets 422 with a message naming the field'
     assert.match(json.message, message, label)
     assert.equal(json.children, undefined, label)
   }
+})
+
+test('a plain number beyond 2^53 gets 422 saying so, never the rounded value JSON.parse made of it', async (t) => {
+  const { app } = await build(t, { databaseUrl: false, controllers: [bookStore] })
+  const payload = JSON.stringify(withSpec(fixture('bookstore', 'steady-state'), (spec) => { spec.bookDB.dbSize = 0 })).replace('"dbSize":0', '"dbSize":9007199254740993')
+  const response = await app.inject({ method: 'POST', url: '/bookstore/sync', payload, headers: { 'content-type': 'application/json' } })
+  assert.equal(response.statusCode, 422)
+  assert.match(response.json().message, /spec\.bookDB\.dbSize: a plain number of bytes must be at most 9007199254740991 \(2\^53 - 1\)/)
+  assert.doesNotMatch(response.json().message, /9007199254740992/)
 })
 
 test('an observed claim whose size is not a quantity is asked for dbSize, and VolumeSizeUnknown says so', async (t) => {
