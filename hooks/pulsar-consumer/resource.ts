@@ -20,7 +20,6 @@ export const pulsarConsumerResource = customResource({
   group: 'pulsar.pulsarconsumer.krvarma.com',
   version: 'v1',
   kind: 'PulsarConsumer',
-  name: { maxLength: 242, why: 'its Deployment is <name>-deployment, and a Deployment\'s name holds at most 253 characters' },
   spec: PulsarConsumerSpecSchema,
   status: {
     server: Type.Optional(Type.String({ description: 'Service URL given to the consumers.' })),
