@@ -5,7 +5,7 @@ import { ConfigError, loadConfig, type Config } from './config.js'
 import { needed, type Io } from './controller.js'
 import { controllers } from './controllers.js'
 import { connectionFromEnvironment, type Connection } from './database/connection.js'
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
+import { developmentDataDir, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
 import { connectPostgres } from './database/pool.js'
 import { createProbes, probeRoutes } from './probes.js'
 
@@ -35,9 +35,16 @@ let embedded: EmbeddedPostgres | undefined
 let connection = configured
 if (connection === undefined && needsPostgres) {
   try {
-    embedded = await startEmbeddedPostgres({ dataDir: '.data/postgres', persistent: true, onLog: (line) => { fastify.log.debug({ postgres: line }) } })
+    embedded = await startEmbeddedPostgres({
+      dataDir: developmentDataDir(),
+      persistent: true,
+      onLog: (line) => { fastify.log.debug({ postgres: line }) },
+      onExit: (how) => { fastify.log.error(`the embedded PostgreSQL stopped (${how}): hooks answer DatabaseUnavailable until this server is restarted`) }
+    })
   } catch (error) {
-    fail(`no database configured: set DATABASE_URL, the PSQL_HOST/PSQL_PORT/PSQL_DBNAME/PSQL_USER/PSQL_PASSWORD variables, or libpq's PG* variables (the embedded development database could not start: ${(error as Error).message})`)
+    const setOne = 'set DATABASE_URL, the PSQL_HOST/PSQL_PORT/PSQL_DBNAME/PSQL_USER/PSQL_PASSWORD variables, or libpq\'s PG* variables'
+    if (error instanceof EmbeddedPostgresError && !error.installed) fail(`no database configured: ${setOne} (${error.message}, so no development database can be started)`)
+    fail(`the embedded development PostgreSQL could not start: ${(error as Error).message} (to use another database, ${setOne})`)
   }
   connection = { clientConfig: { connectionString: embedded.connectionString }, description: embedded.description }
   fastify.log.info({ database: embedded.description, dataDir: embedded.dataDir }, `no database configured: started an embedded PostgreSQL at ${embedded.description} (password "postgres", data in ${embedded.dataDir})`)
