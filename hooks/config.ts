@@ -29,12 +29,16 @@ export interface DatabaseConfig {
 
 export interface Config {
   port: number
+  /** Plain HTTP, always: /healthz, /readyz and /metrics for the kubelet and scrapers, whatever TLS the hook port asks. */
+  probePort: number
   host: string
   logLevel: string
   bodyLimit: number
   shutdownTimeoutMs: number
   /** After SIGTERM, how long the listener stays open while readiness already answers 503. */
   shutdownDelayMs: number
+  /** How old the last database check may be before /readyz or /metrics starts another. */
+  databaseCheckIntervalMs: number
   database: DatabaseConfig
   bearerToken: string | undefined
   tls: TlsConfig | undefined
@@ -127,11 +131,13 @@ export function loadConfig (env: Environment = process.env): Config {
 
   const config: Config = {
     port: integer('PORT', 8080, 0, 65535),
+    probePort: integer('HOOKS_PROBE_PORT', 8081, 0, 65535),
     host: value('HOST') ?? '0.0.0.0',
     logLevel,
     bodyLimit: size('HOOKS_BODY_LIMIT', 64 * 1024 ** 2),
     shutdownTimeoutMs: integer('HOOKS_SHUTDOWN_TIMEOUT', 25, 1, 3600) * 1000,
     shutdownDelayMs: integer('HOOKS_SHUTDOWN_DELAY', 3, 0, 3600) * 1000,
+    databaseCheckIntervalMs: integer('HOOKS_DATABASE_CHECK_INTERVAL', 5, 1, 3600) * 1000,
     database: {
       poolMax: integer('PG_POOL_MAX', 10, 1, 1000),
       connectTimeoutMs: integer('PG_CONNECT_TIMEOUT', 2, 1, 60) * 1000,
@@ -142,6 +148,9 @@ export function loadConfig (env: Environment = process.env): Config {
     },
     bearerToken: value('HOOKS_BEARER_TOKEN'),
     tls: tlsCert !== undefined && tlsKey !== undefined ? { certFile: tlsCert, keyFile: tlsKey, clientCaFile: clientCa } : undefined
+  }
+  if (config.probePort !== 0 && config.probePort === config.port) {
+    problems.push(`HOOKS_PROBE_PORT=${config.probePort} is PORT too: the probe port serves health and metrics over plain HTTP beside the hook port, so give it a port of its own`)
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {
     problems.push('HOOKS_SHUTDOWN_DELAY must be shorter than HOOKS_SHUTDOWN_TIMEOUT: the delay is part of the shutdown time')
