@@ -37,15 +37,13 @@ declare module 'fastify' {
   }
 }
 
-/** Answered with Ready=False, or finalize not done yet. */
-function notReady (response: HookResponse): boolean {
-  return response.finalized === false || observedConditions(response.status).some((c) => c.type === 'Ready' && c.status === 'False')
-}
-
-function outcomeOf (statusCode: number, response: HookResponse | undefined): Outcome {
+function outcomeOf (hook: HookName, statusCode: number, response: HookResponse | undefined): Outcome {
   if (statusCode >= 500) return 'error'
   if (statusCode >= 400) return 'rejected'
-  return response !== undefined && notReady(response) ? 'not_ready' : 'ok'
+  if (response === undefined) return 'ok'
+  // Metacontroller reads a missing `finalized` as false.
+  if (hook === 'finalize') return response.finalized === true ? 'finalized' : 'pending'
+  return observedConditions(response.status).some((c) => c.type === 'Ready' && c.status === 'False') ? 'not_ready' : 'ok'
 }
 
 /** `POST /<controller>/sync` and `/finalize` for every controller, with one log line and one metric per call. */
@@ -70,7 +68,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const { controller, hook } = reply.routeOptions.config
     if (controller === undefined || hook === undefined) return
     const call = request.hookCall
-    const outcome = outcomeOf(reply.statusCode, call?.response)
+    const outcome = outcomeOf(hook, reply.statusCode, call?.response)
     options.metrics.hookDuration.observe({ controller, hook, outcome }, reply.elapsedTime / 1000)
     const response = call?.response
     request.log.info({

@@ -11,23 +11,6 @@ import { fixture, requestFixtures } from './helpers/fixtures.js'
 const UNREACHABLE = 'postgres://nobody:secret@127.0.0.1:1/none'
 const errorResponse = TypeCompiler.Compile(ErrorResponseSchema)
 
-test('/healthz answers while /readyz follows the database and draining', async (t) => {
-  const { app, lifecycle } = await build(t)
-  assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
-  assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
-  lifecycle.draining = true
-  const draining = await app.inject({ url: '/readyz' })
-  assert.equal(draining.statusCode, 503)
-  assert.equal(draining.json().status, 'draining')
-  assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
-
-  const down = await build(t, { databaseUrl: UNREACHABLE, env: { PG_CONNECT_TIMEOUT: '1' } })
-  const unready = await down.app.inject({ url: '/readyz' })
-  assert.equal(unready.statusCode, 503)
-  assert.equal(unready.json().status, 'database unavailable')
-  assert.doesNotMatch(unready.body, /secret/, 'the password never appears')
-})
-
 test('an app of composites alone needs no database: no pool, ready, and every hook answers', async (t) => {
   const composites = controllers.filter((controller) => controller.type === 'composite')
   // DATABASE_URL is set for the tests, but nothing here needs it.
@@ -55,6 +38,16 @@ test('/metrics exposes the hook-duration histogram by controller, hook and outco
   for (const outcome of ['ok', 'not_ready', 'rejected']) {
     assert.match(metrics.body, new RegExp(`metacontroller_hooks_duration_seconds_count\\{controller="postgres-writer",hook="sync",outcome="${outcome}"\\} 1`))
   }
+})
+
+test('/metrics counts a finalize as finalized or pending, never as not_ready', async (t) => {
+  const finalizeOutcomes = async (app: Awaited<ReturnType<typeof build>>['app']): Promise<string[]> => {
+    const response = await app.inject({ method: 'POST', url: '/postgres-writer/finalize', payload: fixture('postgres-writer', 'finalize') })
+    const metrics = (await app.inject({ url: '/metrics' })).body
+    return [String(response.json().finalized), ...metrics.match(/(?<=metacontroller_hooks_duration_seconds_count\{controller="postgres-writer",hook="finalize",outcome=")\w+(?="\} 1)/g) ?? []]
+  }
+  assert.deepEqual(await finalizeOutcomes((await build(t)).app), ['true', 'finalized'])
+  assert.deepEqual(await finalizeOutcomes((await build(t, { databaseUrl: UNREACHABLE, env: { PG_CONNECT_TIMEOUT: '1' } })).app), ['false', 'pending'])
 })
 
 const badBodies: Array<[string, string, RegExp]> = [

@@ -20,20 +20,27 @@ test('the hook Deployment is hardened as SPEC §5 asks', async () => {
   assert.deepEqual(container.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, capabilities: { drop: ['ALL'] } })
   assert.equal(container.livenessProbe.httpGet.path, '/healthz')
   assert.equal(container.readinessProbe.httpGet.path, '/readyz')
+  // Probes go to the plain-HTTP probe port, which answers without a client certificate when the hook port asks for one.
+  const env = Object.fromEntries(container.env.map((e: any) => [e.name, e.value]))
+  const ports = Object.fromEntries(container.ports.map((p: any) => [p.name, p.containerPort]))
+  assert.deepEqual(ports, { http: Number(env.PORT), probes: Number(env.HOOKS_PROBE_PORT) })
+  for (const probe of [container.livenessProbe, container.readinessProbe]) assert.equal(probe.httpGet.port, 'probes')
+  assert.equal(deployment.spec.template.metadata.annotations['prometheus.io/port'], env.HOOKS_PROBE_PORT)
   for (const kind of ['requests', 'limits']) assert.ok(container.resources[kind].cpu !== undefined && container.resources[kind].memory !== undefined, kind)
   assert.ok(pod.terminationGracePeriodSeconds > Number(container.env.find((e: any) => e.name === 'HOOKS_SHUTDOWN_TIMEOUT').value) + container.lifecycle.preStop.sleep.seconds)
   const service = await load('server/service.yaml')
   assert.equal(service.metadata.name, HOOK_SERVICE.name)
   assert.equal(service.metadata.namespace, HOOK_SERVICE.namespace)
+  assert.deepEqual(service.spec.ports.map((p: any) => [p.name, p.targetPort]), [['http', 'http'], ['probes', 'probes']])
   assert.equal(service.spec.ports[0].port, HOOK_SERVICE.port)
 })
 
-test('the NetworkPolicy admits only Metacontroller\'s namespace and metrics scrapers, and lets out only DNS and PostgreSQL', async () => {
+test('the NetworkPolicy admits only Metacontroller\'s namespace to the hooks and metrics scrapers to the probe port, and lets out only DNS and PostgreSQL', async () => {
   const policy = await load('server/network-policy.yaml')
   assert.deepEqual(policy.spec.policyTypes, ['Ingress', 'Egress'])
-  assert.deepEqual(policy.spec.ingress.flatMap((rule: any) => rule.from.map((from: any) => from.namespaceSelector.matchLabels)), [
-    { 'kubernetes.io/metadata.name': 'metacontroller' },
-    { 'metacontroller-hooks/metrics-scraper': 'true' }
+  assert.deepEqual(policy.spec.ingress.map((rule: any) => [rule.from.map((from: any) => from.namespaceSelector.matchLabels), rule.ports.map((p: any) => p.port)]), [
+    [[{ 'kubernetes.io/metadata.name': 'metacontroller' }], ['http']],
+    [[{ 'metacontroller-hooks/metrics-scraper': 'true' }], ['probes']]
   ])
   assert.deepEqual(policy.spec.egress.flatMap((rule: any) => rule.ports.map((p: any) => p.port)), [53, 53, 5432])
 })

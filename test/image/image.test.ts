@@ -77,15 +77,18 @@ test('the image holds the built server and none of the development dependencies'
   }
 })
 
-test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and /readyz, writes a PostgresWriter row, and stops on SIGTERM', async (t) => {
+test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and /readyz on both ports, writes a PostgresWriter row, and stops on SIGTERM', async (t) => {
   const postgres = await startPostgres()
   t.after(async () => { await postgres.remove() })
-  const port = await freePort()
-  const server = run({ DATABASE_URL: postgres.connectionString, PORT: String(port), HOST: '127.0.0.1', HOOKS_SHUTDOWN_DELAY: '0' }, port)
+  const [port, probePort] = [await freePort(), await freePort()]
+  // The image sets HOOKS_PROBE_PORT=8081; the container shares the host's network, so the test picks a free one.
+  const server = run({ DATABASE_URL: postgres.connectionString, PORT: String(port), HOOKS_PROBE_PORT: String(probePort), HOST: '127.0.0.1', HOOKS_SHUTDOWN_DELAY: '0' }, port)
   const { url } = server
   await server.logged('hook server ready', 30_000)
-  assert.equal((await fetch(`${url}/healthz`)).status, 200)
-  assert.equal((await fetch(`${url}/readyz`)).status, 200)
+  for (const base of [url, `http://127.0.0.1:${probePort}`]) {
+    assert.equal((await fetch(`${base}/healthz`)).status, 200, base)
+    assert.equal((await fetch(`${base}/readyz`)).status, 200, base)
+  }
 
   const pid = descendantRunning(server.pid, entrypoint)
   assert.ok(pid !== undefined, `no process ${entrypoint.join(' ')} under buildah run (pid ${server.pid})`)
@@ -102,7 +105,7 @@ test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and
 })
 
 test('without a database setting it starts no database: one line names the variables to set, and the exit code is 1', async () => {
-  const server = run({ PORT: String(await freePort()) })
+  const server = run({ PORT: String(await freePort()), HOOKS_PROBE_PORT: String(await freePort()) })
   assert.equal(await server.exited, 1, server.output())
   const lines = logLines(server.output())
   assert.equal(lines.length, 1, server.output())
