@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs'
-import { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.js'
-import type { Controller, Io } from './controller.js'
+import { hookNames, type Controller, type Io } from './controller.js'
 import { HookError } from './errors.js'
 import { hookRoutes } from './hook-routes.js'
 import { createProbes, probeRoutes, type Probes } from './probes.js'
+import type { ErrorResponse } from './wire/schemas.js'
 
 export interface AppOptions {
   config: Config
@@ -75,10 +76,20 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
     }
     const message = error.validation !== undefined
       ? `${error.message} (the body must be a Metacontroller v2 hook request)`
-      : error.message
-    request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
-    return reply.code(statusCode).send({ error: errorName(statusCode), message })
+      : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? `the body must be a Metacontroller hook request sent as JSON, with the header Content-Type: application/json (this one had ${request.headers['content-type'] === undefined ? 'no Content-Type' : `Content-Type: ${request.headers['content-type'].slice(0, 100)}`})`
+        : error.message
+    return refuse(request, reply, statusCode, message)
   })
+
+  const hookPaths = options.controllers.flatMap((controller) => hookNames(controller).map((hook) => `/${controller.name}/${hook}`))
+  fastify.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0]?.slice(0, 200)
+    return refuse(request, reply, 404, `no ${request.method} ${path} here: the hooks are POST ${hookPaths.join(', ')}, with Content-Type: application/json; also GET /healthz, /readyz and /metrics`)
+  })
+
+  // Hook requests are JSON: without this parser, a text/plain body would reach validation and get "body must be object".
+  fastify.removeContentTypeParser('text/plain')
 
   // While draining, answers close their connection, so that keep-alive clients do not hold the shutdown open.
   fastify.addHook('onSend', async (_request, reply) => {
@@ -91,8 +102,14 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
     io: options.io,
     metrics: probes.metrics,
     clock: options.clock ?? (() => new Date()),
-    bearerToken: config.bearerToken
+    bearerTokens: config.bearerTokens
   })
+}
+
+/** Every error answer: the status's name and a message that says what to do, logged at info. */
+async function refuse (request: FastifyRequest, reply: FastifyReply, statusCode: number, message: string): Promise<FastifyReply> {
+  request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
+  return await reply.code(statusCode).send({ error: errorName(statusCode), message } satisfies ErrorResponse)
 }
 
 function errorName (statusCode: number): string {

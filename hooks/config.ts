@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+import { parseTokens, type BearerTokenSource } from './bearer-token.js'
 import { WEBHOOK_TIMEOUT_SECONDS } from './controller.js'
 
 /**
@@ -40,7 +42,7 @@ export interface Config {
   /** How old the last database check may be before /readyz or /metrics starts another. */
   databaseCheckIntervalMs: number
   database: DatabaseConfig
-  bearerToken: string | undefined
+  bearerTokens: BearerTokenSource | undefined
   tls: TlsConfig | undefined
 }
 
@@ -129,6 +131,22 @@ export function loadConfig (env: Environment = process.env): Config {
   if ((tlsCert === undefined) !== (tlsKey === undefined)) problems.push('HOOKS_TLS_CERT and HOOKS_TLS_KEY: set both (PEM file paths) or neither')
   if (clientCa !== undefined && tlsCert === undefined) problems.push('HOOKS_TLS_CLIENT_CA needs HOOKS_TLS_CERT and HOOKS_TLS_KEY: mutual TLS only works over HTTPS')
 
+  let bearerTokens: BearerTokenSource | undefined
+  const token = value('HOOKS_BEARER_TOKEN')
+  const tokenFile = value('HOOKS_BEARER_TOKEN_FILE')
+  try {
+    if (token !== undefined && tokenFile !== undefined) {
+      problems.push('HOOKS_BEARER_TOKEN and HOOKS_BEARER_TOKEN_FILE: set one of them, not both')
+    } else if (tokenFile !== undefined) {
+      const text = readFileSync(tokenFile, 'utf8')
+      bearerTokens = { variable: 'HOOKS_BEARER_TOKEN_FILE', file: tokenFile, tokens: parseTokens(text, `HOOKS_BEARER_TOKEN_FILE ${tokenFile}`) }
+    } else if (token !== undefined) {
+      bearerTokens = { variable: 'HOOKS_BEARER_TOKEN', file: undefined, tokens: parseTokens(token, 'HOOKS_BEARER_TOKEN') }
+    }
+  } catch (error) {
+    problems.push(error instanceof Error && 'code' in error ? `HOOKS_BEARER_TOKEN_FILE=${tokenFile}: cannot read it (${String(error.code)})` : (error as Error).message)
+  }
+
   const config: Config = {
     port: integer('PORT', 8080, 0, 65535),
     probePort: integer('HOOKS_PROBE_PORT', 8081, 0, 65535),
@@ -146,7 +164,7 @@ export function loadConfig (env: Environment = process.env): Config {
         `a PostgresWriter call must answer before Metacontroller gives up on it (webhook timeout ${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`),
       policy: { schema, autoCreateTables: boolean('PG_AUTO_CREATE_TABLES', true), tableAllowlist }
     },
-    bearerToken: value('HOOKS_BEARER_TOKEN'),
+    bearerTokens,
     tls: tlsCert !== undefined && tlsKey !== undefined ? { certFile: tlsCert, keyFile: tlsKey, clientCaFile: clientCa } : undefined
   }
   if (config.probePort !== 0 && config.probePort === config.port) {

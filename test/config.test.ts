@@ -11,7 +11,7 @@ test('defaults', () => {
   assert.equal(config.bodyLimit, 64 * 1024 * 1024)
   assert.equal(config.shutdownTimeoutMs, 25_000)
   assert.deepEqual(config.database.policy, { schema: 'public', autoCreateTables: true, tableAllowlist: undefined })
-  assert.equal(config.bearerToken, undefined)
+  assert.equal(config.bearerTokens, undefined)
   assert.equal(config.tls, undefined)
 })
 

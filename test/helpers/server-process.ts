@@ -6,17 +6,31 @@ import { freePort } from '../../hooks/database/embedded.js'
 
 /**
  * The hook server as a process of its own, for the tests that need a real process (signals, start-up, crashes), the
- * fault suite, the end-to-end suite and the benchmark. It is ready once `GET /healthz` answers on the plain-HTTP probe
- * port (or on the hook port, when the probe port is left to the system): that works whatever the log level, TLS
- * setting and output, and the server opens the probe port last, so it proves what callers need, listening sockets.
+ * fault suite, the end-to-end suite, the image test and the benchmark. It is ready once `GET /healthz` answers on the
+ * plain-HTTP probe port (or on the hook port, when the probe port is left to the system): that works whatever the log
+ * level, TLS setting and output, and the server opens the probe port last, so it proves what callers need, listening
+ * sockets.
  */
 
 const root = join(import.meta.dirname, '..', '..')
+// Resolved here, so that a server running in another folder (`cwd`) finds it too.
+const tsx = import.meta.resolve('tsx')
 
 export interface ServerProcessOptions {
-  /** The script to run, relative to the repository: `hooks/server.ts` (through tsx) by default. */
+  /** The script to run, relative to the repository or absolute: `hooks/server.ts` (through tsx) by default. */
   entry?: string
-  /** Added to this process's environment, after HOST=127.0.0.1, PORT, HOOKS_PROBE_PORT and HOOKS_SHUTDOWN_DELAY=0. */
+  /**
+   * Another program that runs the server, with its arguments, instead of Node and `entry`: for example
+   * `buildah run … -- <the image's entrypoint>`. The environment below is then that program's.
+   */
+  command?: string[]
+  /** Where the process runs: the repository by default. */
+  cwd?: string
+  /**
+   * Added to this process's environment, after HOST=127.0.0.1, PORT, HOOKS_PROBE_PORT and
+   * HOOKS_SHUTDOWN_DELAY=0. A variable set to
+   * undefined is removed.
+   */
   env?: Record<string, string | undefined>
   /** Default: a free port (spawnServer: 0, for a start-up that is meant to fail). */
   port?: number
@@ -29,6 +43,11 @@ export interface ServerProcessOptions {
    * pile up a log line per request, stdout dropped and stderr passed through.
    */
   output?: 'memory' | 'discard' | { file: string }
+  /**
+   * Run the process in a process group of its own, and signal the whole group: for a `command` whose children would
+   * outlive it (killing buildah alone leaves the server in the container running).
+   */
+  processGroup?: boolean
 }
 
 export interface ServerProcess {
@@ -40,6 +59,8 @@ export interface ServerProcess {
   pid: number
   /** stdout and stderr so far ('' when discarded). */
   output: () => string
+  /** Resolves once the output holds `text`; fails if the process exits first, or after `timeoutMs`. */
+  logged: (text: string, timeoutMs?: number) => Promise<void>
   /** The exit code, or null when a signal ended the process. */
   exited: Promise<number | null>
   running: () => boolean
@@ -52,19 +73,23 @@ export interface ServerProcess {
 /** Starts the process without waiting for it: for a start-up that is meant to fail. */
 export function spawnServer (options: ServerProcessOptions = {}): ServerProcess {
   const entry = options.entry ?? 'hooks/server.ts'
+  const [program, ...args] = options.command ?? [process.execPath, ...options.nodeArgs ?? [], ...entry.endsWith('.ts') ? ['--import', tsx] : [], resolve(root, entry)]
+  if (program === undefined) throw new Error('command is empty: give the program to run, then its arguments')
   const port = options.port ?? 0
   const probePort = options.probePort ?? 0
   const output = options.output ?? 'memory'
   const logFile = typeof output === 'object' ? resolve(root, output.file) : undefined
   const fd = logFile === undefined ? undefined : openSync(logFile, 'a')
   const stdio: StdioOptions = fd !== undefined ? ['ignore', fd, fd] : output === 'discard' ? ['ignore', 'ignore', 'inherit'] : ['ignore', 'pipe', 'pipe']
-  const child = spawn(process.execPath, [...options.nodeArgs ?? [], ...entry.endsWith('.ts') ? ['--import', 'tsx'] : [], entry], {
-    cwd: root,
+  const child = spawn(program, args, {
+    cwd: options.cwd ?? root,
     env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), HOOKS_PROBE_PORT: String(probePort), HOOKS_SHUTDOWN_DELAY: '0', ...options.env },
-    stdio
+    stdio,
+    detached: options.processGroup === true
   })
   if (fd !== undefined) closeSync(fd)
-  if (child.pid === undefined) throw new Error(`${entry} did not start`)
+  if (child.pid === undefined) throw new Error(`${program} did not start`)
+  const pid = child.pid
 
   let captured = ''
   child.stdout?.on('data', (chunk: Buffer) => { captured += chunk.toString() })
@@ -72,11 +97,18 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
   const outputSoFar = (): string => logFile === undefined ? captured : readFileSync(logFile, 'utf8')
 
   const running = (): boolean => child.exitCode === null && child.signalCode === null
+  const signal = (name: NodeJS.Signals): void => {
+    try {
+      process.kill(options.processGroup === true ? -pid : pid, name)
+    } catch {} // already gone
+  }
   // A test that fails or is interrupted must not leave a server behind.
-  const killAtExit = (): void => { if (running()) child.kill('SIGKILL') }
+  const killAtExit = (): void => { if (running() || options.processGroup === true) signal('SIGKILL') }
   process.once('exit', killAtExit)
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
     process.removeListener('exit', killAtExit)
+    // The group's other processes (the server inside a container) go with it.
+    if (options.processGroup === true) signal('SIGKILL')
     resolve(code)
   }))
 
@@ -87,8 +119,16 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
     port,
     probeUrl,
     process: child,
-    pid: child.pid,
+    pid,
     output: outputSoFar,
+    logged: async (text, timeoutMs = 60_000) => {
+      const deadline = Date.now() + timeoutMs
+      while (!outputSoFar().includes(text)) {
+        if (!running()) throw new Error(`the hook server exited without logging ${JSON.stringify(text)}:\n${outputSoFar()}`)
+        if (Date.now() > deadline) throw new Error(`the hook server did not log ${JSON.stringify(text)} within ${timeoutMs} ms:\n${outputSoFar()}`)
+        await sleep(50)
+      }
+    },
     exited,
     running,
     listening: async (timeoutMs = 30_000) => {
@@ -101,7 +141,7 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
       }
     },
     stop: async (graceMs = 10_000) => {
-      if (running()) child.kill('SIGTERM')
+      if (running()) signal('SIGTERM')
       const timer = setTimeout(killAtExit, graceMs)
       const code = await exited
       clearTimeout(timer)
