@@ -49,8 +49,9 @@ interface MeasuredProcess {
 }
 
 async function startProcess (name: string, entry: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<MeasuredProcess> {
-  // stdout (one log line per hook call for this server, as in production) is dropped.
-  const server = await startServerProcess({ entry, nodeArgs, env, output: 'discard' })
+  // stdout (one log line per hook call for this server, as in production) is dropped. No side opens a probe port
+  // (probePort 0): health is asked on the hook port.
+  const server = await startServerProcess({ entry, nodeArgs, env, probePort: 0, output: 'discard' })
   const { url } = server
   // Every reset first reads the peak since the last one, so the whole run's peak covers warm-ups and pauses too.
   let wholeRunPeak = 0

@@ -48,7 +48,7 @@ export function readParent<Spec extends TObject, StatusFields extends TPropertie
   const { metadata } = object
   return {
     name: usableName(resource, metadata.name, field),
-    namespace: metadata.namespace,
+    namespace: usableNamespace(metadata.namespace, field),
     uid: metadata.uid,
     generation: metadata.generation,
     labels: metadata.labels ?? {},
@@ -60,10 +60,19 @@ export function readParent<Spec extends TObject, StatusFields extends TPropertie
   }
 }
 
+/** What Kubernetes asks of every object's name (a DNS subdomain, RFC 1123) and of a namespace's (a DNS label). */
+const DNS_LABEL = '[a-z0-9]([-a-z0-9]*[a-z0-9])?'
+const DNS_SUBDOMAIN = new RegExp(`^${DNS_LABEL}(\\.${DNS_LABEL})*$`)
+const DNS_LABEL_ONLY = new RegExp(`^${DNS_LABEL}$`)
+const AS_SENT = 'Send the object as the API server holds it.'
+
 function usableName (resource: Pick<CustomResource, 'kind' | 'name'>, name: string | undefined, field: string): string {
   const { kind } = resource
   if (name === undefined || name === '') {
-    throw new HookError(422, `${field}.metadata.name is missing or empty: every ${kind} in a cluster has a name, and what the hook manages is named after it. Send the object as the API server holds it.`)
+    throw new HookError(422, `${field}.metadata.name is missing or empty: every ${kind} in a cluster has a name, and what the hook manages is named after it. ${AS_SENT}`)
+  }
+  if (name.length > 253 || !DNS_SUBDOMAIN.test(name)) {
+    throw new HookError(422, `${field}.metadata.name ${JSON.stringify(name.slice(0, 300))} is not a DNS subdomain (at most 253 characters: lowercase letters, digits, '-' and '.', a letter or digit at each end and around each '.'), as Kubernetes requires of every ${kind} name; what the hook manages is named and keyed after it. ${AS_SENT}`)
   }
   const rule = resource.name
   if (rule === undefined) return name
@@ -75,6 +84,13 @@ function usableName (resource: Pick<CustomResource, 'kind' | 'name'>, name: stri
     throw new HookError(422, `${kind} name ${JSON.stringify(name)} cannot be used: it must ${rule.pattern.meaning}, because ${rule.why}. ${again}`)
   }
   return name
+}
+
+function usableNamespace (namespace: string | undefined, field: string): string | undefined {
+  if (namespace !== undefined && (namespace.length > 63 || !DNS_LABEL_ONLY.test(namespace))) {
+    throw new HookError(422, `${field}.metadata.namespace ${JSON.stringify(namespace.slice(0, 100))} is not a DNS label (at most 63 characters: lowercase letters, digits and '-', a letter or digit at each end), as Kubernetes requires of every namespace. ${AS_SENT}`)
+  }
+  return namespace
 }
 
 /** Whether the parent is ready, and why: the `Ready` condition every controller reports. */

@@ -113,8 +113,8 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
 /**
  * The body as JSON, once its values are counted (413 past the bound). Decoded once: a body of ASCII alone (as
  * Kubernetes objects nearly always are) is copied into a one-byte string, which costs a third less than decoding
- * UTF-8. Plain `JSON.parse`: a `__proto__` key becomes an own property like any other (test/request-body.test.ts
- * proves that no hook treats it otherwise), and no reviver or second scan of the text is needed.
+ * UTF-8. Plain `JSON.parse`, without a reviver; only a text that spells `__proto__` or `constructor`, or escapes a
+ * character, is walked for prototype keys.
  */
 export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
   if (body.length === 0) throw new HookError(400, 'request body is empty: send a Metacontroller v2 hook request as JSON')
@@ -127,10 +127,40 @@ export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
     }
   }
   const text = decode(body)
+  let value: unknown
   try {
-    return JSON.parse(text)
+    value = JSON.parse(text)
   } catch (error) {
     throw new HookError(400, `request body is not valid JSON (${(error as Error).message}): send a Metacontroller v2 hook request`)
+  }
+  // A key can only be `__proto__` or `constructor` if the text spells it, or escapes a character of it.
+  if (text.includes('__proto__') || text.includes('constructor') || text.includes('\\u')) refusePrototypeKeys(value)
+  return value
+}
+
+/**
+ * Refuses (400) a `__proto__` key, or a `constructor` key holding a `prototype`, anywhere in a parsed body, as
+ * fastify's own parser did: JSON.parse makes them own properties, but code that copies them with an assignment would
+ * give an object another prototype. Walked with a stack of its own, however deeply the body nests.
+ */
+function refusePrototypeKeys (value: unknown): void {
+  const stack: Array<[unknown, string]> = [[value, '']]
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [node, path] = next
+    if (typeof node !== 'object' || node === null) continue
+    if (Array.isArray(node)) {
+      node.forEach((item, index) => { stack.push([item, `${path}[${index}]`]) })
+      continue
+    }
+    const constructor: unknown = Object.hasOwn(node, 'constructor') ? (node as Record<string, unknown>).constructor : undefined
+    const key = Object.hasOwn(node, '__proto__')
+      ? '__proto__'
+      : typeof constructor === 'object' && constructor !== null && Object.hasOwn(constructor, 'prototype') ? 'constructor' : undefined
+    if (key !== undefined) {
+      throw new HookError(400, `request body has a ${JSON.stringify(key)} key${key === 'constructor' ? ' holding a "prototype"' : ''} at ` +
+        `${path === '' ? 'its top level' : path.slice(1)}: such keys could change an object's prototype and are refused; remove it`)
+    }
+    for (const [name, child] of Object.entries(node)) stack.push([child, `${path}.${name}`])
   }
 }
 

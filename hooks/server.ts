@@ -1,12 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
-import { app, serverOptions } from './app.js'
+import { app, probeServerOptions, serverOptions } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { needed, type Io } from './controller.js'
 import { controllers } from './controllers.js'
-import { connectionFromEnvironment, type Connection } from './database/connection.js'
-import { startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
+import { connectionFromEnvironment, connectionFromUrl, type Connection } from './database/connection.js'
+import { developmentDataDir, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
 import { connectPostgres } from './database/pool.js'
+import { createProbes, probeRoutes } from './probes.js'
 
 /** The standalone entry point: configuration, database, listen, graceful shutdown. */
 
@@ -34,16 +35,26 @@ let embedded: EmbeddedPostgres | undefined
 let connection = configured
 if (connection === undefined && needsPostgres) {
   try {
-    embedded = await startEmbeddedPostgres({ dataDir: '.data/postgres', persistent: true, onLog: (line) => { fastify.log.debug({ postgres: line }) } })
+    embedded = await startEmbeddedPostgres({
+      dataDir: developmentDataDir(),
+      persistent: true,
+      onLog: (line) => { fastify.log.debug({ postgres: line }) },
+      onExit: (how) => { fastify.log.error(`the embedded PostgreSQL stopped (${how}): hooks answer DatabaseUnavailable until this server is restarted`) }
+    })
   } catch (error) {
-    fail(`no database configured: set DATABASE_URL, the PSQL_HOST/PSQL_PORT/PSQL_DBNAME/PSQL_USER/PSQL_PASSWORD variables, or libpq's PG* variables (the embedded development database could not start: ${(error as Error).message})`)
+    const setOne = 'set DATABASE_URL, the PSQL_HOST/PSQL_PORT/PSQL_DBNAME/PSQL_USER/PSQL_PASSWORD variables, or libpq\'s PG* variables'
+    if (error instanceof EmbeddedPostgresError && !error.installed) fail(`no database configured: ${setOne} (${error.message}, so no development database can be started)`)
+    fail(`the embedded development PostgreSQL could not start: ${(error as Error).message} (to use another database, ${setOne})`)
   }
-  connection = { clientConfig: { connectionString: embedded.connectionString }, description: embedded.description }
+  connection = connectionFromUrl(embedded.connectionString, 'embedded')
   fastify.log.info({ database: embedded.description, dataDir: embedded.dataDir }, `no database configured: started an embedded PostgreSQL at ${embedded.description} (password "postgres", data in ${embedded.dataDir})`)
 }
 
 if (connection !== undefined && needsPostgres) io.postgres = connectPostgres(connection, config.database, fastify.log)
-await fastify.register(app, { config, controllers, io, lifecycle })
+const probes = createProbes({ config, io, lifecycle, log: fastify.log })
+await fastify.register(app, { config, controllers, io, lifecycle, probes })
+const probeServer = Fastify(probeServerOptions(fastify.log))
+await probeServer.register(probeRoutes, { probes })
 
 async function shutdown (signal: string): Promise<void> {
   if (lifecycle.draining) return
@@ -58,6 +69,7 @@ async function shutdown (signal: string): Promise<void> {
   }, config.shutdownTimeoutMs)
   await sleep(delayMs)
   await fastify.close()
+  await probeServer.close()
   await io.postgres?.pool.end()
   await embedded?.stop()
   clearTimeout(deadline)
@@ -69,9 +81,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => 
 
 try {
   await fastify.listen({ port: config.port, host: config.host })
-  fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description }, 'hook server ready')
+  // Listening last: the kubelet's first probe answering means the hook port is up too.
+  await probeServer.listen({ port: config.probePort, host: config.host })
+  fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description, probePort: (probeServer.server.address() as { port: number }).port }, 'hook server ready')
 } catch (error) {
-  fastify.log.error({ err: error }, `cannot listen on ${config.host}:${config.port}`)
+  fastify.log.error({ err: error }, `cannot listen on ${config.host}, port ${config.port} (PORT, hooks) or ${config.probePort} (HOOKS_PROBE_PORT, probes)`)
   await io.postgres?.pool.end()
   await embedded?.stop()
   process.exit(1)

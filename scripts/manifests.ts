@@ -1,7 +1,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import { stringify } from 'yaml'
-import { hookNames, type Controller, type HookName } from '../hooks/controller.js'
-import type { CustomResource } from '../hooks/custom-resource.js'
+import { hookNames, WEBHOOK_TIMEOUT_SECONDS, type Controller, type HookName } from '../hooks/controller.js'
+import { celString, type ApplyRule, type CustomResource } from '../hooks/custom-resource.js'
 import { answersFromRequestAlone } from '../hooks/etag.js'
 
 /**
@@ -11,7 +11,6 @@ import { answersFromRequestAlone } from '../hooks/etag.js'
  */
 
 export const HOOK_SERVICE = { name: 'metacontroller-hooks', namespace: 'metacontroller-hooks', port: 80 }
-export const WEBHOOK_TIMEOUT = '10s'
 const PART_OF = { 'app.kubernetes.io/part-of': 'metacontroller-hooks' }
 
 type JsonSchema = Record<string, unknown>
@@ -52,7 +51,23 @@ function pick (source: JsonSchema, keys: string[]): JsonSchema {
   return Object.fromEntries(keys.filter((key) => key in source).map((key) => [key, source[key]]))
 }
 
+/**
+ * The resource's name rule as CEL at the schema's root, the one place a rule sees `self.metadata.name` (a `fieldPath`
+ * cannot point there: the API server reports the rule on the object): it then refuses at apply time a name the hook
+ * would refuse (hooks/parent.ts), for the same reason.
+ */
+export function nameValidations (resource: CustomResource): ApplyRule[] {
+  const { name, kind } = resource
+  if (name === undefined) return []
+  const rules: ApplyRule[] = [{ rule: `self.metadata.name.size() <= ${name.maxLength}`, message: `a ${kind} name holds at most ${name.maxLength} characters, because ${name.why}` }]
+  if (name.pattern !== undefined) {
+    rules.push({ rule: `self.metadata.name.matches(${celString(name.pattern.regex)})`, message: `a ${kind} name must ${name.pattern.meaning}, because ${name.why}` })
+  }
+  return rules
+}
+
 export function customResourceDefinition (resource: CustomResource): JsonSchema {
+  const names = nameValidations(resource)
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -76,6 +91,7 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
         schema: {
           openAPIV3Schema: {
             type: 'object',
+            ...(names.length === 0 ? {} : { 'x-kubernetes-validations': names }),
             required: ['spec'],
             properties: {
               spec: structural(resource.spec),
@@ -108,7 +124,7 @@ function webhook (controller: Controller, hook: HookName): JsonSchema {
   const etag = webhookEtag(controller)
   return {
     version: 'v2',
-    webhook: { service: HOOK_SERVICE, path: `/${controller.name}/${hook}`, timeout: WEBHOOK_TIMEOUT, ...(etag === undefined ? {} : { etag }) }
+    webhook: { service: HOOK_SERVICE, path: `/${controller.name}/${hook}`, timeout: `${WEBHOOK_TIMEOUT_SECONDS}s`, ...(etag === undefined ? {} : { etag }) }
   }
 }
 

@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { startPostgres } from '../test/helpers/postgres-process.js'
 
 /**
- * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e and
- * test/faults) against a
- * real PostgreSQL: DATABASE_URL when set, otherwise an embedded one started here and removed afterwards.
+ * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e,
+ * test/faults and test/image) against a real PostgreSQL: DATABASE_URL when set, otherwise an embedded one started
+ * here and removed afterwards. When it cannot start, one line says why and the exit code is 1.
  */
 
 function testFiles (dir: string, skip: string[]): string[] {
@@ -20,21 +20,28 @@ function testFiles (dir: string, skip: string[]): string[] {
 const args = process.argv.slice(2)
 const files = args.length > 0
   ? args.flatMap((path) => statSync(path).isDirectory() ? testFiles(path, []) : [path])
-  : testFiles('test', [join('test', 'e2e'), join('test', 'faults')])
+  : testFiles('test', [join('test', 'e2e'), join('test', 'faults'), join('test', 'image')])
 
 let databaseUrl = process.env.DATABASE_URL
 let stopDatabase = async (): Promise<void> => {}
 if (databaseUrl === undefined || databaseUrl === '') {
-  const postgres = await startPostgres()
-  process.stdout.write(`tests use an embedded PostgreSQL at ${postgres.description}\n`)
-  databaseUrl = postgres.connectionString
-  stopDatabase = postgres.remove
+  try {
+    const postgres = await startPostgres()
+    process.stdout.write(`tests use an embedded PostgreSQL at ${postgres.description}\n`)
+    databaseUrl = postgres.connectionString
+    stopDatabase = postgres.remove
+  } catch (error) {
+    process.stderr.write(`the tests' embedded PostgreSQL could not start: ${(error as Error).message} (or set DATABASE_URL to a database the tests may use)\n`)
+    process.exit(1)
+  }
 }
 
 const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
   stdio: 'inherit',
   env: { ...process.env, DATABASE_URL: databaseUrl }
 })
+// Stopped from outside, the tests stop first; their database is removed once they have.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => { child.kill(signal) })
 const code = await new Promise<number>((resolve) => child.on('exit', (exitCode, signal) => { resolve(exitCode ?? (signal === null ? 1 : 128)) }))
 await stopDatabase()
 process.exit(code)

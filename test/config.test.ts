@@ -5,11 +5,13 @@ import { ConfigError, loadConfig } from '../hooks/config.js'
 test('defaults', () => {
   const config = loadConfig({})
   assert.equal(config.port, 8080)
+  assert.equal(config.probePort, 8081)
+  assert.equal(config.databaseCheckIntervalMs, 5000)
   assert.equal(config.host, '0.0.0.0')
   assert.equal(config.bodyLimit, 16 * 1024 * 1024)
   assert.equal(config.shutdownTimeoutMs, 25_000)
   assert.deepEqual(config.database.policy, { schema: 'public', autoCreateTables: true, tableAllowlist: undefined })
-  assert.equal(config.bearerToken, undefined)
+  assert.equal(config.bearerTokens, undefined)
   assert.equal(config.tls, undefined)
 })
 
@@ -23,6 +25,8 @@ test('sizes, lists and booleans are parsed', () => {
 test('every bad value is reported at once, naming the variable', () => {
   assert.throws(() => loadConfig({
     PORT: '99999',
+    HOOKS_PROBE_PORT: 'metrics',
+    HOOKS_DATABASE_CHECK_INTERVAL: '0',
     LOG_LEVEL: 'loud',
     PG_SCHEMA: 'Public; drop',
     PG_TABLE_ALLOWLIST: 'ok,"bad"',
@@ -31,10 +35,27 @@ test('every bad value is reported at once, naming the variable', () => {
     HOOKS_TLS_CLIENT_CA: '/tmp/ca.pem'
   }), (error: unknown) => {
     assert.ok(error instanceof ConfigError)
-    assert.equal(error.problems.length, 6)
-    for (const name of ['PORT', 'LOG_LEVEL', 'PG_SCHEMA', 'PG_TABLE_ALLOWLIST', 'PG_AUTO_CREATE_TABLES', 'HOOKS_TLS_CERT and HOOKS_TLS_KEY']) {
+    assert.equal(error.problems.length, 8)
+    for (const name of ['PORT', 'HOOKS_PROBE_PORT', 'HOOKS_DATABASE_CHECK_INTERVAL', 'LOG_LEVEL', 'PG_SCHEMA', 'PG_TABLE_ALLOWLIST', 'PG_AUTO_CREATE_TABLES', 'HOOKS_TLS_CERT and HOOKS_TLS_KEY']) {
       assert.match(error.message, new RegExp(name))
     }
     return true
   })
+})
+
+test('PG_HOOK_DEADLINE: seconds, 6 by default, and below the webhook timeout of the generated controllers', () => {
+  assert.equal(loadConfig({}).database.hookDeadlineMs, 6000)
+  assert.equal(loadConfig({ PG_HOOK_DEADLINE: '4.5' }).database.hookDeadlineMs, 4500)
+  for (const raw of ['10', '12', '0', '-1', 'soon', '1e3']) {
+    assert.throws(() => loadConfig({ PG_HOOK_DEADLINE: raw }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError)
+      assert.deepEqual(error.problems, [`PG_HOOK_DEADLINE='${raw}': expected seconds above 0 and below 10 (such as 6 or 4.5): a PostgresWriter call must answer before Metacontroller gives up on it (webhook timeout 10s in the generated controllers)`])
+      return true
+    }, raw)
+  }
+})
+
+test('the probe port must differ from the hook port', () => {
+  assert.throws(() => loadConfig({ PORT: '9000', HOOKS_PROBE_PORT: '9000' }), /HOOKS_PROBE_PORT=9000 is PORT too/)
+  assert.equal(loadConfig({ PORT: '0', HOOKS_PROBE_PORT: '0' }).probePort, 0, 'two ports the system picks are two ports')
 })

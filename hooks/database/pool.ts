@@ -9,33 +9,52 @@ export interface PostgresIo {
   policy: PostgresPolicy
   /** Where the pool points, without the password: for messages. */
   description: string
+  /** Removes the password from a driver's message before it goes into a status or a log line. */
+  conceal: (text: string) => string
+  /** What one hook call may spend on PostgreSQL in all (PG_HOOK_DEADLINE). */
+  deadlineMs: number
 }
 
 /** The pool and policy for `connection`; the caller ends the pool. */
 export function connectPostgres (connection: Connection, config: DatabaseConfig, log: FastifyBaseLogger): PostgresIo {
-  return { pool: createPool(connection, config, log), policy: config.policy, description: connection.description }
+  return {
+    pool: createPool(connection, config, log),
+    policy: config.policy,
+    description: connection.description,
+    conceal: connection.conceal,
+    deadlineMs: config.hookDeadlineMs
+  }
 }
 
 /**
- * One pool per process. Every timeout sits well below Metacontroller's 10 s webhook timeout, so a hook
- * answers with a status that says what is wrong instead of hanging.
+ * One pool per process. A hook call as a whole is bounded by PG_HOOK_DEADLINE (see deadline.ts), so no single
+ * statement may outlast it either, even when the cancel sent at the deadline never arrives.
  */
 function createPool (connection: Connection, config: DatabaseConfig, log: FastifyBaseLogger): pg.Pool {
+  const statementTimeoutMs = Math.min(config.statementTimeoutMs, config.hookDeadlineMs)
   const pool = new pg.Pool({
     ...connection.clientConfig,
     max: config.poolMax,
     connectionTimeoutMillis: config.connectTimeoutMs,
-    statement_timeout: config.statementTimeoutMs,
-    lock_timeout: config.statementTimeoutMs,
-    idle_in_transaction_session_timeout: config.statementTimeoutMs * 2,
-    // Client-side backstop for a server that stops answering without closing the connection.
-    query_timeout: config.statementTimeoutMs + 1000,
+    statement_timeout: statementTimeoutMs,
+    lock_timeout: statementTimeoutMs,
+    idle_in_transaction_session_timeout: statementTimeoutMs * 2,
     idleTimeoutMillis: 30_000,
     keepAlive: true,
+    // The statements of one transaction are sent together: one round trip instead of one each.
+    pipeline: true,
     application_name: 'metacontroller-hooks'
   })
-  // An idle client whose server went away emits here; unhandled, it would crash the process.
-  pool.on('error', (error) => { log.warn({ err: error }, 'idle PostgreSQL connection lost; the pool will reconnect') })
+  // Every client gets a listener for its whole life, from the moment it is connected: a client whose server dies
+  // emits 'error', idle or checked out, and an 'error' event without a listener would end the process. The
+  // statement in flight (or the next one) fails with it anyway, and answers DatabaseUnavailable.
+  pool.on('connect', (client) => {
+    client.on('error', (error: Error & { code?: string }) => {
+      log.warn({ code: error.code, reason: connection.conceal(error.message) }, 'PostgreSQL connection lost; the pool replaces it')
+    })
+  })
+  // The pool re-emits the error of an idle client, which the listener above has logged already.
+  pool.on('error', () => {})
   return pool
 }
 

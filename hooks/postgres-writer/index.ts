@@ -1,7 +1,16 @@
 import type { DecoratorController } from '../controller.js'
+import type { PostgresIo } from '../database/pool.js'
 import { postgresWriterResource } from './resource.js'
 import { RowStore } from './rows.js'
-import { finalizeResponse, planSync, rowId, syncResponse } from './sync.js'
+import { finalizeResponse, planSync, rowOwner, syncResponse } from './sync.js'
+
+/** One store per pool, so that what it learnt of the tables lasts across calls. */
+const stores = new WeakMap<PostgresIo, RowStore>()
+function storeFor (postgres: PostgresIo): RowStore {
+  let store = stores.get(postgres)
+  if (store === undefined) stores.set(postgres, store = new RowStore(postgres))
+  return store
+}
 
 /** PostgresWriter: one PostgreSQL row per custom resource, deleted when the resource is. */
 export const postgresWriter: DecoratorController<typeof postgresWriterResource, 'postgres'> = {
@@ -13,9 +22,12 @@ export const postgresWriter: DecoratorController<typeof postgresWriterResource, 
   hooks: {
     sync: async (_request, { parent, now, io: { postgres } }) => {
       const plan = planSync(parent, postgres.policy)
-      const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await new RowStore(postgres).write(plan.row, plan.table, plan.placed) }
+      const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await storeFor(postgres).write(plan.row, plan.table, plan.placed, plan.uid) }
       return syncResponse(parent, outcome, postgres.policy, now)
     },
-    finalize: async (_request, { parent, now, io: { postgres } }) => finalizeResponse(parent, await new RowStore(postgres).delete(rowId(parent)), postgres.policy, now)
+    finalize: async (_request, { parent, now, io: { postgres } }) => {
+      const { id, uid } = rowOwner(parent)
+      return finalizeResponse(parent, await storeFor(postgres).delete(id, uid), postgres.policy, now)
+    }
   }
 }

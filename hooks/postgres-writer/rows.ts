@@ -1,195 +1,336 @@
-import type pg from 'pg'
-import type { PostgresPolicy } from '../config.js'
+import pg from 'pg'
+import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
 import type { PostgresIo } from '../database/pool.js'
-import { writableTable, type Row, type WriteResult } from './sync.js'
+import { TABLE_NAME_PATTERN } from './resource.js'
+import type { Row, WriteResult } from './sync.js'
+import {
+  inspectStatement, qualified, quote, ROW_SHAPE, rowTableDdl, rowTablesQuery, tableVerdict,
+  TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE, tombstonesDdl, type Relation
+} from './tables.js'
 
 /**
  * The PostgreSQL side of PostgresWriter. Every value travels as a parameter; table and schema names reach SQL
- * only after sync.ts validated them as identifiers, and are quoted here.
+ * only after sync.ts validated them as identifiers, and are quoted here. Each hook call runs on one connection,
+ * within PG_HOOK_DEADLINE (database/deadline.ts).
  */
 
 const RETRY_UNAVAILABLE_SECONDS = 10
 const RETRY_REFUSED_SECONDS = 60
 
-const quote = (identifier: string): string => `"${identifier}"`
+type Failed = Extract<WriteResult, { kind: 'failed' }>
 
-interface DatabaseError extends Error { code?: string }
+/**
+ * The SQLSTATE of an error PostgreSQL reported; undefined for a network or driver error, whose `code` (if any) is
+ * Node's, such as ECONNRESET or EPIPE.
+ */
+function sqlState (error: unknown): string | undefined {
+  return error instanceof pg.DatabaseError ? error.code : undefined
+}
 
 /** SQLSTATEs that mean the database is unreachable, overloaded, shutting down, or too slow right now. */
 function unavailable (code: string | undefined): boolean {
-  if (code === undefined || !/^[0-9A-Z]{5}$/.test(code)) return true // network and driver errors carry no SQLSTATE
+  if (code === undefined) return true
   return ['08', '53', '57', '28', '3D', '40'].includes(code.slice(0, 2)) || code === '55P03'
 }
 
-export function classifyFailure (error: unknown, description: string): Extract<WriteResult, { kind: 'failed' }> {
-  const { code, message } = error as DatabaseError
-  if (unavailable(code)) {
+/**
+ * SQLSTATEs that say a table is not (or no longer) what the hook took it for: a column, type, constraint or table
+ * that changed since it was looked at. The table is looked at again, to say exactly what is wrong with it.
+ */
+function tableChanged (error: unknown): boolean {
+  const code = sqlState(error) ?? ''
+  return (code.startsWith('42') && code !== '42501') || ['0A000', '23502'].includes(code)
+}
+
+export function classifyFailure (error: unknown, { description, conceal }: Pick<PostgresIo, 'description' | 'conceal'>): Failed {
+  const code = sqlState(error)
+  const message = conceal(String((error as Error).message))
+  if (error instanceof DeadlineExceeded || unavailable(code)) {
     return { kind: 'failed', reason: 'DatabaseUnavailable', message: `PostgreSQL (${description}) is unavailable: ${message}; retrying in ${RETRY_UNAVAILABLE_SECONDS}s`, retryAfterSeconds: RETRY_UNAVAILABLE_SECONDS }
   }
   if (code === '42501') {
     return { kind: 'failed', reason: 'PermissionDenied', message: `PostgreSQL refused: ${message}; grant the hook's user access to the table`, retryAfterSeconds: RETRY_REFUSED_SECONDS }
   }
-  if (code === '42P01' || code === '3F000') {
-    return { kind: 'failed', reason: 'TableMissing', message: `${message}; create it (id text primary key, name text, age integer, country text) or set PG_AUTO_CREATE_TABLES=true`, retryAfterSeconds: RETRY_REFUSED_SECONDS }
-  }
-  return { kind: 'failed', reason: 'TableIncompatible', message: `the table cannot hold the row (${message}, SQLSTATE ${code}); it needs id text primary key, name text, age integer, country text`, retryAfterSeconds: RETRY_REFUSED_SECONDS }
+  if (code === '42P01' || code === '3F000') return tableMissing(message)
+  return { kind: 'failed', reason: 'TableIncompatible', message: `the table cannot hold the row (${message}, SQLSTATE ${code}); ${ROW_SHAPE}`, retryAfterSeconds: RETRY_REFUSED_SECONDS }
+}
+
+function tableMissing (message: string): Failed {
+  return { kind: 'failed', reason: 'TableMissing', message: `${message}; create it (id text primary key, name text, age integer, country text) or set PG_AUTO_CREATE_TABLES=true`, retryAfterSeconds: RETRY_REFUSED_SECONDS }
+}
+
+const refused = (reason: string, message: string): Failed => ({ kind: 'failed', reason, message, retryAfterSeconds: RETRY_REFUSED_SECONDS })
+
+/** What a placement reports. */
+interface Placement {
+  /** The table's name still means the table found fit (its OID). */
+  sameTable: boolean
+  /** The object's uid is tombstoned: it was finalized. */
+  finalized: boolean
+  /** Rows the statement wrote, and whether the row written reads back as sent. */
+  written: number
+  kept: boolean
+  /** Before the statement, the table held the row as the spec says. */
+  matched: boolean
+  /** The other tables that may hold a copy. */
+  others: string[]
+}
+
+type Query = readonly [text: string, values?: unknown[]]
+
+const BEGIN: Query = ['BEGIN']
+const COMMIT: Query = ['COMMIT']
+/** The row's advisory lock, held until the transaction ends: placements and finalizes of one row never interleave. */
+const lockRow = (id: string): Query => ['SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [id]]
+
+/** Sends `queries` together (the pool's connections pipeline them: one round trip), and waits for every answer. */
+async function pipelined (db: pg.PoolClient, queries: readonly Query[]): Promise<pg.QueryResult[]> {
+  const settled = await Promise.allSettled(queries.map(async ([text, values]) => await db.query(text, values)))
+  const failure = settled.find((result) => result.status === 'rejected')
+  if (failure !== undefined) throw failure.reason
+  return settled.map((result) => (result as PromiseFulfilledResult<pg.QueryResult>).value)
 }
 
 /**
- * The tables of the schema (the parameter `schemaParameter`, e.g. `$1`) shaped like a PostgresWriter table (text id,
- * name, age, country) that this user may delete from. pg_catalog rather than information_schema: planning those
- * views cost 6 ms a call, against 0.5 ms for this.
+ * How long a table found fit is taken to stay so. Every write checks that the table's name still means the table
+ * found fit (its OID), which catches a table dropped and created again as anything else; what can change under the
+ * same OID (ATTACH PARTITION, INHERIT, a column's type) shows as a failed write or at the next look, at most this late.
  */
-const rowTablesQuery = (schemaParameter: string): string => `SELECT c.relname AS table_name
-  FROM pg_catalog.pg_class c
-  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-  JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-  WHERE n.nspname = ${schemaParameter} AND c.relkind IN ('r', 'p') AND has_table_privilege(c.oid, 'DELETE')
-    AND a.attname IN ('id', 'name', 'age', 'country')
-  GROUP BY c.relname
-  HAVING count(*) = 4 AND bool_or(a.attname = 'id' AND a.atttypid IN ('text'::regtype, 'varchar'::regtype))`
-
-const missingTable = (error: unknown): boolean => ['42P01', '3F000'].includes((error as DatabaseError).code ?? '')
+const FIT_FOR_MS = 60_000
 
 export class RowStore {
-  private readonly pool: pg.Pool
-  private readonly policy: PostgresPolicy
-  private readonly description: string
+  /** Tables found fit, by name: the OID they had then, and when. */
+  private readonly fit = new Map<string, { oid: string, at: number }>()
+  private tombstonesExist = false
 
-  constructor ({ pool, policy, description }: PostgresIo) {
-    this.pool = pool
-    this.policy = policy
-    this.description = description
+  constructor (private readonly io: PostgresIo) {}
+
+  private get schema (): string {
+    return this.io.policy.schema
   }
 
   private table (name: string): string {
-    return `${quote(this.policy.schema)}.${quote(name)}`
+    return qualified(this.schema, name)
+  }
+
+  private get tombstones (): string {
+    return this.table(TOMBSTONES_TABLE)
   }
 
   /**
-   * Makes the row equal the spec in `table`, writing nothing when it already does. When the last acknowledged sync
-   * put it in `table` and it is still there, that takes one statement. Otherwise (first write, table change, an
-   * answer that never arrived, a concurrent move) the row is upserted and deleted from every other table in one
-   * transaction, so that each object owns exactly one row.
+   * Makes the row equal the spec in `table`, writing nothing when it already does, unless the object was finalized.
+   * When the last acknowledged sync put it in `table` and it is still there, that takes one statement. Otherwise
+   * (first write, table change, an answer that never arrived, a concurrent move) the row is placed: upserted, and
+   * deleted from every other table, in one transaction that holds the row's advisory lock.
    */
-  async write (row: Row, table: string, placed: boolean): Promise<WriteResult> {
+  async write (row: Row, table: string, placed: boolean, uid: string): Promise<WriteResult> {
+    return await this.run(async (db) => {
+      for (let attempt = 1; ; attempt++) {
+        const fit = await this.fitTable(db, table)
+        if (typeof fit !== 'string') return fit
+        try {
+          const result = (placed ? await this.inPlace(db, row, table, uid, fit) : undefined) ?? await this.place(db, row, table, uid, fit)
+          if (result !== 'stale') return result
+        } catch (error) {
+          if (!tableChanged(error) || attempt === 2) throw error
+          await db.query('ROLLBACK') // a placement fails between its two round trips inside its transaction
+        }
+        // The table changed since it was found fit: look at it again, and say what is wrong with it, if anything.
+        this.fit.delete(table)
+        this.tombstonesExist = false
+        if (attempt === 2) return classifyFailure(new Error('the table changed while the row was being written'), this.io)
+      }
+    })
+  }
+
+  /**
+   * Deletes the row from every table that could hold it (none at all counts as deleted) and tombstones the object's
+   * uid, in one transaction. A uid already tombstoned was finalized before: its row is gone, and a row under the same
+   * id now belongs to an object created since under the same name, which a late finalize must not delete.
+   */
+  async delete (id: string, uid: string): Promise<WriteResult> {
+    return await this.run(async (db) => {
+      for (let attempt = 1; ; attempt++) {
+        const tombstones = await this.tombstonesReady(db)
+        // Without a tombstones table (PG_AUTO_CREATE_TABLES=false) no sync can write at all, so none can undo this.
+        const record = tombstones
+          ? `WITH expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS})),
+               tombstone AS (INSERT INTO ${this.tombstones} (uid, id) VALUES ($4, $5) ON CONFLICT (uid) DO NOTHING RETURNING uid)
+             SELECT EXISTS (SELECT 1 FROM tombstone) AS first,`
+          : 'SELECT true AS first,'
+        try {
+          const [, , found] = await pipelined(db, [BEGIN, lockRow(id), [
+            `${record} ARRAY(${rowTablesQuery('$1', '$2', '$3')} ORDER BY c.relname)::text[] AS tables`,
+            [this.schema, TABLE_NAME_PATTERN, this.allowlist(), ...tombstones ? [uid, id] : []]
+          ]])
+          const { first, tables } = found?.rows[0] as { first: boolean, tables: string[] }
+          const deletes: Query[] = first ? tables.map((table) => [`DELETE FROM ONLY ${this.table(table)} WHERE id = $1`, [id]]) : []
+          await pipelined(db, [...deletes, COMMIT])
+          return { kind: 'done' }
+        } catch (error) {
+          if (!tableChanged(error) || attempt === 2) throw error
+          await db.query('ROLLBACK')
+          this.tombstonesExist = false
+        }
+      }
+    })
+  }
+
+  /** Runs a hook call's work within its deadline; every failure becomes a result with a reason. */
+  private async run (work: (db: pg.PoolClient) => Promise<WriteResult>): Promise<WriteResult> {
     try {
-      await this.withTable(table, async () => {
-        if (placed && await this.updateInPlace(row, table)) return
-        if ((await this.upsertIfAlone(row, table)).length === 0) return
-        await this.transaction(row.id, async (client) => {
-          await this.upsert(client, row, table)
-          await this.deleteFrom(client, row.id, (await this.rowTables(client)).filter((other) => other !== table))
-        })
-      })
-      return { kind: 'done' }
+      return await withinDeadline(this.io, work)
     } catch (error) {
-      return classifyFailure(error, this.description)
+      return classifyFailure(error, this.io)
     }
   }
 
-  /** Deletes the row from every table that could hold it; none at all counts as deleted. */
-  async delete (id: string): Promise<WriteResult> {
-    try {
-      await this.transaction(id, async (client) => { await this.deleteFrom(client, id, await this.rowTables(client)) })
-      return { kind: 'done' }
-    } catch (error) {
-      return classifyFailure(error, this.description)
-    }
+  private allowlist (): string[] | null {
+    const { tableAllowlist } = this.io.policy
+    return tableAllowlist === undefined ? null : [...tableAllowlist]
   }
 
-  /** Updates the row where it is, if it differs; false when `table` does not hold it. */
-  private async updateInPlace (row: Row, table: string): Promise<boolean> {
-    const result = await this.pool.query<{ present: boolean }>(
-      `WITH changed AS (
-         UPDATE ${this.table(table)} AS t SET name = $2, age = $3, country = $4
-         WHERE id = $1 AND (t.name, t.age, t.country) IS DISTINCT FROM ($2::text, $3::integer, $4::text)
+  /**
+   * The OID of `table` once it is known to be an ordinary table that can hold the row, and the tombstones table
+   * exists (both created when missing and PG_AUTO_CREATE_TABLES allows it); otherwise why not. Looked up in the
+   * catalog the first time, then remembered: every write checks, in its own statement, that it still holds.
+   */
+  private async fitTable (db: pg.PoolClient, table: string): Promise<string | Failed> {
+    const known = this.fit.get(table)
+    if (known !== undefined && this.tombstonesExist && performance.now() - known.at < FIT_FOR_MS) return known.oid
+    let inspected = await this.inspect(db, table)
+    if ((inspected.relation === undefined || !inspected.tombstones) && this.io.policy.autoCreateTables) {
+      await this.create(db, [...inspected.relation === undefined ? [rowTableDdl(this.schema, table)] : [], ...tombstonesDdl(this.schema)])
+      inspected = await this.inspect(db, table)
+    }
+    if (inspected.relation === undefined) return tableMissing(`relation "${this.schema}.${table}" does not exist`)
+    if (!inspected.tombstones) return refused('TableMissing', this.tombstonesMissing())
+    const verdict = tableVerdict(this.schema, table, inspected.relation)
+    if (verdict.kind === 'unfit') return refused(verdict.reason, verdict.message)
+    this.fit.set(table, { oid: verdict.oid, at: performance.now() })
+    this.tombstonesExist = true
+    return verdict.oid
+  }
+
+  /** Whether the tombstones table exists, created when it does not and PG_AUTO_CREATE_TABLES allows it. */
+  private async tombstonesReady (db: pg.PoolClient): Promise<boolean> {
+    if (this.tombstonesExist) return true
+    if ((await this.inspect(db, TOMBSTONES_TABLE)).tombstones) return (this.tombstonesExist = true)
+    if (!this.io.policy.autoCreateTables) return false
+    await this.create(db, tombstonesDdl(this.schema))
+    return (this.tombstonesExist = true)
+  }
+
+  private tombstonesMissing (): string {
+    const ddl = tombstonesDdl(this.schema).map((statement) => `${statement.replace(' IF NOT EXISTS', '')};`).join(' ')
+    return `relation "${this.schema}.${TOMBSTONES_TABLE}" does not exist: the hook records there the uid of every finalized PostgresWriter, so that no call that arrives after the finalize writes its row again; create it (${ddl}) and grant the hook's user SELECT, INSERT and DELETE on it, or set PG_AUTO_CREATE_TABLES=true; nothing was written`
+  }
+
+  private async inspect (db: pg.PoolClient, table: string): Promise<{ tombstones: boolean, relation: Relation | undefined }> {
+    const [row] = (await db.query<Relation & { tombstones: boolean, oid: string | null }>(inspectStatement, [this.schema, table])).rows
+    return { tombstones: row?.tombstones === true, relation: row?.oid === null || row === undefined ? undefined : row }
+  }
+
+  /** Runs DDL statements; another hook creating the same at once is no error. */
+  private async create (db: pg.PoolClient, statements: string[]): Promise<void> {
+    await db.query(`CREATE SCHEMA IF NOT EXISTS ${quote(this.schema)}`).catch(ignoreConcurrentCreate)
+    for (const statement of statements) await db.query(statement).catch(ignoreConcurrentCreate)
+  }
+
+  /** Whether the uid ($5) is tombstoned; nothing is written for it. */
+  private finalized (): string {
+    return `EXISTS (SELECT 1 FROM ${this.tombstones} WHERE uid = $5)`
+  }
+
+  /**
+   * The row where the last acknowledged sync put it: read, and updated when it differs, as long as the object was not
+   * finalized (so that a late sync of a finalized object stays off the row of an object created since under the same
+   * name). An unchanged resync, the common call, is one read of one row. The table is known by the OID of the table
+   * the row comes from. Undefined when the row must be placed: it is not there, or was not updated.
+   */
+  private async inPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale' | undefined> {
+    const values = [row.id, row.name, row.age, row.country]
+    const [found] = (await db.query<{ sameTable: boolean, matched: boolean }>(
+      `SELECT o.tableoid = $5::oid AS "sameTable", (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text) AS matched
+       FROM ONLY ${this.table(table)} AS o WHERE o.id = $1`,
+      [...values, oid]
+    )).rows
+    if (found === undefined) return undefined
+    if (!found.sameTable) return 'stale'
+    if (found.matched) return { kind: 'done' }
+    // An update never brings back a row that a finalize deleted: what it does not write is placed, under the row's lock.
+    const [updated] = (await db.query<{ written: number, kept: boolean }>(
+      `WITH written AS (
+         UPDATE ONLY ${this.table(table)} AS t SET name = $2, age = $3, country = $4
+         WHERE t.id = $1 AND t.tableoid = $6::oid AND NOT ${this.finalized()}
+           AND (t.name, t.age, t.country) IS DISTINCT FROM ($2::text, $3::integer, $4::text)
+         RETURNING t.name, t.age, t.country
        )
-       SELECT EXISTS (SELECT 1 FROM ${this.table(table)} WHERE id = $1) AS present`,
-      [row.id, row.name, row.age, row.country]
-    )
-    return result.rows[0]?.present === true
+       SELECT count(*)::int AS written, coalesce(bool_and((name, age, country) = ($2::text, $3::integer, $4::text)), false) AS kept FROM written`,
+      [...values, uid, oid]
+    )).rows
+    if (updated === undefined || updated.written === 0) return undefined
+    return updated.kept ? { kind: 'done' } : this.notKept(table)
   }
 
   /**
-   * When `table` is the schema's only row-shaped table, upserts the row under its advisory lock, in one statement.
-   * Otherwise writes nothing (the transaction that also deletes the other copies does it) and lists the others.
+   * Places the row: in a transaction that first takes the row's advisory lock, so that every statement after it sees
+   * what an earlier placement or finalize committed (a tombstone, a copy elsewhere). When `table` is the only table
+   * that could hold the row, that is one round trip; otherwise the copies elsewhere are deleted before COMMIT.
    */
-  private async upsertIfAlone (row: Row, table: string): Promise<string[]> {
-    const result = await this.pool.query<{ table_name: string }>(
-      `WITH locked AS (SELECT pg_advisory_xact_lock(hashtextextended($1, 0))),
-       others AS (SELECT table_name FROM (${rowTablesQuery('$5')}) row_tables WHERE table_name <> $6),
-       written AS (${this.upsertStatement(table, 'SELECT $1, $2, $3, $4 FROM locked WHERE NOT EXISTS (SELECT 1 FROM others)')})
-       SELECT table_name FROM others`,
-      [row.id, row.name, row.age, row.country, this.policy.schema, table]
-    )
-    return result.rows.map((r) => r.table_name)
+  private async place (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale'> {
+    const [, , alone] = await pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, true), COMMIT])
+    const report = alone?.rows[0] as Placement
+    if (report.others.length === 0 || !report.sameTable || report.finalized) return this.placed(report, row, table, uid)
+
+    const [, , moved] = await pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, false)])
+    const placement = moved?.rows[0] as Placement
+    await pipelined(db, [...placement.others.map((other): Query => [`DELETE FROM ONLY ${this.table(other)} WHERE id = $1`, [row.id]]), COMMIT])
+    return this.placed(placement, row, table, uid)
   }
 
-  private async upsert (client: pg.PoolClient, row: Row, table: string): Promise<void> {
-    await client.query(this.upsertStatement(table, 'VALUES ($1, $2, $3, $4)'), [row.id, row.name, row.age, row.country])
+  /**
+   * The upsert of a placement, after the advisory lock. $7 is the table's qualified name: the write is made only if
+   * it still names the table found fit. $8..$11 select the other tables that may hold a copy; with `onlyIfAlone`, it
+   * writes only when there are none.
+   */
+  private placement (row: Row, table: string, uid: string, oid: string, onlyIfAlone: boolean): Query {
+    return [
+      `WITH guard AS (SELECT to_regclass($7) = $6::oid AS "sameTable", ${this.finalized()} AS finalized),
+       others AS (${rowTablesQuery('$8', '$9', '$10')} AND c.relname <> $11),
+       written AS (
+         INSERT INTO ${this.table(table)} AS t (id, name, age, country)
+         SELECT $1, $2, $3, $4 FROM guard WHERE guard."sameTable" AND NOT guard.finalized${onlyIfAlone ? ' AND NOT EXISTS (SELECT 1 FROM others)' : ''}
+         ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
+         WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
+         RETURNING t.name, t.age, t.country
+       )
+       SELECT guard."sameTable", guard.finalized,
+         (SELECT count(*) FROM written)::int AS written,
+         EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept,
+         EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched,
+         ARRAY(SELECT relname FROM others ORDER BY relname)::text[] AS others
+       FROM guard`,
+      [row.id, row.name, row.age, row.country, uid, oid, this.table(table), this.schema, TABLE_NAME_PATTERN, this.allowlist(), table]
+    ]
   }
 
-  /** Inserts the row `source` yields ($1..$4: id, name, age, country), updating an existing one only where it differs. */
-  private upsertStatement (table: string, source: string): string {
-    return `INSERT INTO ${this.table(table)} AS t (id, name, age, country) ${source}
-       ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
-       WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)`
-  }
-
-  private async deleteFrom (client: pg.PoolClient, id: string, tables: string[]): Promise<void> {
-    for (const table of tables) await client.query(`DELETE FROM ${this.table(table)} WHERE id = $1`, [id])
-  }
-
-  /** The tables of the schema shaped like a PostgresWriter table that custom resources may write. */
-  private async rowTables (client: pg.PoolClient): Promise<string[]> {
-    const result = await client.query<{ table_name: string }>(rowTablesQuery('$1'), [this.policy.schema])
-    return result.rows.map((r) => r.table_name).filter((table) => writableTable(table, this.policy))
-  }
-
-  /** Runs `work` in a transaction that holds this row's advisory lock, so that two placements of one row never interleave. */
-  private async transaction (id: string, work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
-    const client = await this.pool.connect()
-    // A checked-out client whose server dies between two statements emits 'error'; unheard, it would crash the
-    // process. The statement in flight (or the next one) fails with it anyway.
-    const ignore = (): void => {}
-    client.on('error', ignore)
-    try {
-      await client.query('BEGIN')
-      await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [id])
-      await work(client)
-      await client.query('COMMIT')
-      client.release()
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {})
-      // Its connection may be what failed: never hand it back to the pool.
-      client.release(true)
-      throw error
-    } finally {
-      client.off('error', ignore)
+  /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */
+  private placed (report: Placement, row: Row, table: string, uid: string): WriteResult | 'stale' {
+    if (report.finalized) {
+      return refused('RowDeleted', `row ${JSON.stringify(row.id)} was deleted when this PostgresWriter (uid ${uid}) was finalized: a sync that arrives after its finalize writes nothing`)
     }
+    if (!report.sameTable) return 'stale'
+    if (report.written > 0 ? report.kept : report.matched) return { kind: 'done' }
+    return this.notKept(table)
   }
 
-  /** Runs `work`; when the table (or schema) is missing and auto-creation is on, creates it and runs `work` once more. */
-  private async withTable (table: string, work: () => Promise<void>): Promise<void> {
-    try {
-      await work()
-    } catch (error) {
-      if (!missingTable(error) || !this.policy.autoCreateTables) throw error
-      await this.createTable(table)
-      await work()
-    }
-  }
-
-  private async createTable (table: string): Promise<void> {
-    await this.pool.query(`CREATE SCHEMA IF NOT EXISTS ${quote(this.policy.schema)}`).catch(ignoreConcurrentCreate)
-    await this.pool.query(
-      `CREATE TABLE IF NOT EXISTS ${this.table(table)} (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL)`
-    ).catch(ignoreConcurrentCreate)
+  private notKept (table: string): Failed {
+    return refused('TableIncompatible', `${this.schema}.${table} did not keep the row as written (a trigger, rule or policy on it changes or drops rows): PostgresWriter needs the row stored as it sends it, to know that it matches the spec`)
   }
 }
 
 /** Two hooks creating the same table at once: one wins, the other sees a duplicate in the catalog. */
 function ignoreConcurrentCreate (error: unknown): void {
-  if (!['23505', '42P06', '42P07', '42710'].includes((error as DatabaseError).code ?? '')) throw error
+  if (!['23505', '42P06', '42P07', '42710'].includes(sqlState(error) ?? '')) throw error
 }

@@ -1,5 +1,6 @@
 import type { PostgresPolicy } from '../config.js'
 import { isSqlIdentifier } from '../config.js'
+import { HookError } from '../errors.js'
 import { parentStatus, type ParentMetadata, type ParentOf, type Readiness } from '../parent.js'
 import type { DecoratorResponse } from '../wire/schemas.js'
 import type { postgresWriterResource, PostgresWriterStatus } from './resource.js'
@@ -25,7 +26,7 @@ export type SyncPlan =
    * Otherwise (first write, table change, or an answer that never reached Metacontroller) the row may sit in any
    * table, and the write also removes it from every other one.
    */
-  | { kind: 'write', row: Row, table: string, placed: boolean }
+  | { kind: 'write', row: Row, table: string, placed: boolean, uid: string }
 
 /** What the database did; a failure carries a reason a person can act on. */
 export type WriteResult =
@@ -34,8 +35,23 @@ export type WriteResult =
 
 type PostgresWriter = ParentOf<typeof postgresWriterResource>
 
-export function rowId (parent: ParentMetadata): string {
-  return `${parent.namespace ?? 'default'}/${parent.name}`
+/**
+ * The row's id, `<namespace>/<name>`, and the object's uid. The parent reader let through only a DNS-subdomain name
+ * and a DNS-label namespace, neither of which holds a '/': so the id splits back into both, and two objects never
+ * share one.
+ */
+export function rowOwner (parent: ParentMetadata): { id: string, uid: string } {
+  if (parent.namespace === undefined) {
+    throw new HookError(422, 'object.metadata.namespace is missing: a PostgresWriter is a namespaced object, and its row\'s id is <namespace>/<name>. Send the object as the API server holds it.')
+  }
+  if (parent.uid === undefined || parent.uid === '') {
+    throw new HookError(422, 'object.metadata.uid is missing: the hook records the uid of every finalized PostgresWriter, so that no call that arrives late writes its row again. Send the object as the API server holds it.')
+  }
+  return { id: rowId(parent), uid: parent.uid }
+}
+
+export function rowId (parent: Pick<ParentMetadata, 'namespace' | 'name'>): string {
+  return `${parent.namespace ?? ''}/${parent.name}`
 }
 
 function tableRefusal (table: string, policy: PostgresPolicy): Refusal | undefined {
@@ -48,11 +64,6 @@ function tableRefusal (table: string, policy: PostgresPolicy): Refusal | undefin
   return undefined
 }
 
-/** A table custom resources may write: a valid identifier, allowed by the policy. */
-export function writableTable (table: string, policy: PostgresPolicy): boolean {
-  return tableRefusal(table, policy) === undefined
-}
-
 function unstorableText (value: string): string | undefined {
   if (value.includes('\u0000')) return 'a NUL character'
   if (!value.isWellFormed()) return 'an unpaired UTF-16 surrogate'
@@ -60,6 +71,7 @@ function unstorableText (value: string): string | undefined {
 }
 
 export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncPlan {
+  const { id, uid } = rowOwner(parent)
   // A table SQL must never see is refused in the status before the rest of the spec is looked at.
   const raw = parent.object.spec
   const rawTable = typeof raw === 'object' && raw !== null && 'table' in raw ? raw.table : undefined
@@ -76,9 +88,10 @@ export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncP
   }
   return {
     kind: 'write',
-    row: { id: rowId(parent), name: spec.name, age: spec.age, country: spec.country },
+    row: { id, name: spec.name, age: spec.age, country: spec.country },
     table: spec.table,
-    placed: parent.status.table === spec.table
+    placed: parent.status.table === spec.table,
+    uid
   }
 }
 

@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { startPostgres } from '../helpers/postgres-process.js'
 import { callHook, longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
-import { startHookServer, testSchema } from './hook-server.js'
+import { startRig } from './hook-server.js'
 import { rowsById } from './rows.js'
 import { Writer, type Row, type WriterSpec } from './writers.js'
 
@@ -26,10 +25,7 @@ interface Round {
 }
 
 test('one parent synced concurrently with 20 generations: every row is one submitted state', async (t) => {
-  const postgres = await startPostgres()
-  t.after(async () => { await postgres.remove() })
-  const schema = testSchema()
-  const server = await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema, PG_POOL_MAX: String(GENERATIONS), LOG_LEVEL: 'warn' })
+  const { postgres, schema, server } = await startRig(t, { PG_POOL_MAX: String(GENERATIONS), LOG_LEVEL: 'warn' })
   const admin = await postgres.connect()
 
   /**

@@ -1,16 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { startPostgres } from '../helpers/postgres-process.js'
 import { longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
-import { CALL_BOUND_MS, startHookServer, STATEMENT_TIMEOUT_SECONDS, testSchema } from './hook-server.js'
+import { CALL_BOUND_MS, startRig, STATEMENT_TIMEOUT_SECONDS } from './hook-server.js'
 import { assertRowsMatchWriters } from './rows.js'
 import { replay, Writer } from './writers.js'
 
 test('PostgreSQL slow (a held table lock, then a statement that sleeps): hooks answer DatabaseUnavailable in time, then recover', async (t) => {
-  const postgres = await startPostgres()
-  t.after(async () => { await postgres.remove() })
-  const schema = testSchema()
-  const server = await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema })
+  const { postgres, schema, server } = await startRig(t)
   const admin = await postgres.connect()
 
   const edited = new Writer('edited', { table: 'students', name: 'ada', age: 36, country: 'england' })

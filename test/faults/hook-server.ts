@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type { TestContext } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type pg from 'pg'
+import { startPostgres, type PostgresProcess } from '../helpers/postgres-process.js'
 import { startServer, type ServerProcess } from '../helpers/server-process.js'
 
 /** The hook server as every fault test runs it: its own process, short database timeouts, a schema of the test's own. */
@@ -29,4 +32,38 @@ export async function startHookServer (t: TestContext, env: { DATABASE_URL: stri
 /** A schema name of the test's own: the server creates it with the first table. */
 export function testSchema (): string {
   return `faults_${randomUUID().slice(0, 8)}`
+}
+
+export interface FaultRig {
+  postgres: PostgresProcess
+  schema: string
+  /** The hook server's environment: to start it again. */
+  env: { DATABASE_URL: string, PG_SCHEMA: string } & Record<string, string>
+  server: ServerProcess
+}
+
+/** A PostgreSQL of the test's own, and the hook server on a schema of its own there (with `env` added); both go after the test. */
+export async function startRig (t: TestContext, env: Record<string, string> = {}): Promise<FaultRig> {
+  const postgres = await startPostgres()
+  t.after(async () => { await postgres.remove() })
+  const schema = testSchema()
+  const rigEnv = { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema, ...env }
+  return { postgres, schema, env: rigEnv, server: await startHookServer(t, rigEnv) }
+}
+
+/** What the hook server's PostgreSQL backends that match `condition` (on pg_stat_activity) run, one line each. */
+export async function hookBackends (client: pg.Client, condition: string): Promise<string[]> {
+  const result = await client.query<{ query: string }>(`SELECT query FROM pg_stat_activity WHERE application_name = 'metacontroller-hooks' AND ${condition}`)
+  return result.rows.map((row) => row.query.replace(/\s+/g, ' ').slice(0, 100))
+}
+
+/** Polls the hook backends that match `condition` until `done` holds for them, or `timeoutMs` passed; the last seen. */
+export async function pollHookBackends (client: pg.Client, condition: string, done: (backends: string[]) => boolean, timeoutMs: number): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs
+  let backends = await hookBackends(client, condition)
+  while (!done(backends) && Date.now() < deadline) {
+    await sleep(20)
+    backends = await hookBackends(client, condition)
+  }
+  return backends
 }

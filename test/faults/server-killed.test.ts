@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startPostgres } from '../helpers/postgres-process.js'
 import { longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
-import { startHookServer, testSchema } from './hook-server.js'
+import { startHookServer, startRig } from './hook-server.js'
 import { assertRowsMatchWriters, rowsById } from './rows.js'
 import { forEachConcurrently, replay, Writer, type WriterSpec } from './writers.js'
 
@@ -15,11 +14,7 @@ const MAX_CALLS_PER_WRITER = 50
 const TABLES = ['students', 'graduates']
 
 test('the hook server SIGKILLed mid-load and restarted: no partial row, and replaying converges', async (t) => {
-  const postgres = await startPostgres()
-  t.after(async () => { await postgres.remove() })
-  const schema = testSchema()
-  const env = { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema, LOG_LEVEL: 'warn' }
-  const first = await startHookServer(t, env)
+  const { postgres, schema, env, server: first } = await startRig(t, { LOG_LEVEL: 'warn' })
 
   const writers = Array.from({ length: WRITERS }, (_, i) => new Writer(`writer-${i}`, {
     table: TABLES[i % TABLES.length] as string, name: `person ${i}`, age: 20 + i, country: 'portugal'

@@ -2,9 +2,8 @@ import assert from 'node:assert/strict'
 import http from 'node:http'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { startPostgres } from '../helpers/postgres-process.js'
 import { longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
-import { startHookServer, testSchema } from './hook-server.js'
+import { pollHookBackends, startRig } from './hook-server.js'
 import { Writer } from './writers.js'
 
 const IN_FLIGHT = 30
@@ -29,14 +28,11 @@ async function probe (url: string, agent: http.Agent | false, since: number): Pr
 }
 
 test('SIGTERM under load: readiness 503 first, new connections refused only after it, no in-flight hook fails, exit 0', async (t) => {
-  const postgres = await startPostgres()
-  t.after(async () => { await postgres.remove() })
-  const schema = testSchema()
-  const server = await startHookServer(t, {
-    DATABASE_URL: postgres.connectionString,
-    PG_SCHEMA: schema,
-    // The held calls wait on a lock for the whole drain: a long statement timeout, and a pool slot for each.
+  const { postgres, schema, server } = await startRig(t, {
+    // The held calls wait on a lock for the whole drain (about 4 s): a long statement timeout and call deadline, and
+    // a pool slot for each.
     PG_STATEMENT_TIMEOUT: '20',
+    PG_HOOK_DEADLINE: '9.5',
     PG_POOL_MAX: String(IN_FLIGHT + 5),
     HOOKS_SHUTDOWN_DELAY: String(SHUTDOWN_DELAY_SECONDS),
     LOG_LEVEL: 'warn'
@@ -56,13 +52,8 @@ test('SIGTERM under load: readiness 503 first, new connections refused only afte
   await admin.query(`BEGIN; LOCK TABLE "${schema}".students IN ACCESS EXCLUSIVE MODE`)
   const writers = Array.from({ length: IN_FLIGHT }, (_, i) => new Writer(`held-${i}`, { table: 'students', name: `held ${i}`, age: i, country: 'peru' }))
   const inFlight = Promise.all(writers.map(async (writer) => await writer.call(server)))
-  for (let waited = 0; ; waited += 100) {
-    const waiting = await observer.query<{ count: number }>(
-      "SELECT count(*)::int AS count FROM pg_stat_activity WHERE application_name = 'metacontroller-hooks' AND wait_event_type = 'Lock'")
-    if (waiting.rows[0]?.count === IN_FLIGHT) break
-    assert.ok(waited < 20_000, `only ${waiting.rows[0]?.count} of ${IN_FLIGHT} calls reached the lock`)
-    await sleep(100)
-  }
+  const waiting = await pollHookBackends(observer, "wait_event_type = 'Lock'", (backends) => backends.length === IN_FLIGHT, 20_000)
+  assert.equal(waiting.length, IN_FLIGHT, `only ${waiting.length} of ${IN_FLIGHT} calls reached the lock`)
 
   const signalled = performance.now()
   server.process.kill('SIGTERM')

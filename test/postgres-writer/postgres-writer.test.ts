@@ -209,3 +209,24 @@ test('a resync whose row went missing writes it again', async (t) => {
   assert.equal(json.status.conditions[0].status, 'True')
   assert.equal((await rows(app, 'students')).length, 1)
 })
+
+test('a row\'s key is unambiguous: names that would collide, and a missing namespace or uid, get 422 naming the field', async (t) => {
+  const app = await build(t)
+  const cases: Array<[string, (object: any) => void, RegExp]> = [
+    ['namespace a, name b/c', (o) => { o.metadata.namespace = 'a'; o.metadata.name = 'b/c' }, /^object\.metadata\.name /],
+    ['namespace a/b, name c', (o) => { o.metadata.namespace = 'a/b'; o.metadata.name = 'c' }, /^object\.metadata\.namespace /],
+    ['no namespace', (o) => { delete o.metadata.namespace }, /^object\.metadata\.namespace is missing/],
+    ['no uid', (o) => { delete o.metadata.uid }, /^object\.metadata\.uid is missing/]
+  ]
+  for (const [what, change, message] of cases) {
+    for (const [hook, name] of [['sync', 'sync-create'], ['finalize', 'finalize']] as const) {
+      const body = fixture('postgres-writer', name)
+      change(body.object)
+      const { statusCode, json } = await sync(app, body, hook)
+      assert.equal(statusCode, 422, `${what} ${hook}`)
+      assert.match(json.message, message, `${what} ${hook}`)
+    }
+  }
+  const tables = await (app.pool as pg.Pool).query('SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1', [app.schema])
+  assert.equal(tables.rowCount, 0, 'nothing was written')
+})

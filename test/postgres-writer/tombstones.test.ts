@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import type pg from 'pg'
+import { build, type TestApp } from '../helpers/app.js'
+import { admin, callHook, messageOf, readyOf, request, rows } from './calls.js'
+
+/**
+ * Finalize is never undone: the object's uid is tombstoned in finalize's transaction, and no write path of that uid
+ * writes after it. Calls that Metacontroller sent before the finalize may arrive after it, even once the object was
+ * created again under the same name (a new uid).
+ */
+
+const OLD_UID = '11111111-1111-4111-8111-111111111111'
+const NEW_UID = '22222222-2222-4222-8222-222222222222'
+const TOMBSTONES = 'postgres-writer-tombstones'
+
+async function tombstones (t: TestApp): Promise<Array<{ uid: string, id: string }>> {
+  const result = await (t.pool as pg.Pool).query(`SELECT uid, id FROM "${t.schema}"."${TOMBSTONES}" ORDER BY uid`)
+  return result.rows
+}
+
+/** The object is created, finalized, and created again under the same name: the row is the new object's. */
+async function recreated (app: TestApp): Promise<void> {
+  assert.equal(readyOf(await callHook(app, request('sync-create', { uid: OLD_UID }))), 'True RowWritten')
+  assert.equal((await callHook(app, request('finalize', { uid: OLD_UID }), 'finalize')).json.finalized, true)
+  assert.equal(readyOf(await callHook(app, request('sync-create', { uid: NEW_UID, spec: { age: 30, name: 'sam' } }))), 'True RowWritten')
+}
+
+for (const [path, statusTable] of [['in place (the status names the table)', 'students'], ['by a placement (no table in the status)', null]] as const) {
+  test(`a late sync of the old object, written ${path}, does not overwrite the new object's row`, async (t) => {
+    const app = await build(t)
+    await recreated(app)
+    const late = await callHook(app, request('sync-age-changed', { uid: OLD_UID, statusTable }))
+    assert.equal(late.statusCode, 200)
+    assert.equal(readyOf(late), 'False RowDeleted', messageOf(late))
+    assert.match(messageOf(late), new RegExp(`uid ${OLD_UID}`))
+    assert.deepEqual(await rows(app, 'students'), [{ id: 'default/sample-student', name: 'sam', age: 30, country: 'canada' }])
+  })
+}
+
+test('a late finalize of the old object does not delete the new object\'s row', async (t) => {
+  const app = await build(t)
+  await recreated(app)
+  const late = await callHook(app, request('finalize', { uid: OLD_UID }), 'finalize')
+  assert.equal(late.json.finalized, true)
+  assert.equal(readyOf(late), 'False RowDeleted')
+  assert.deepEqual((await rows(app, 'students')).map((r) => r.name), ['sam'])
+})
+
+test('a sync that arrives after its own object\'s finalize writes nothing', async (t) => {
+  const app = await build(t)
+  await callHook(app, request('sync-create'))
+  assert.equal((await callHook(app, request('finalize'), 'finalize')).json.finalized, true)
+  for (const name of ['sync-create', 'sync-resync', 'sync-table-moved'] as const) {
+    const late = await callHook(app, request(name))
+    assert.equal(readyOf(late), 'False RowDeleted', `${name}: ${messageOf(late)}`)
+    assert.ok(late.json.resyncAfterSeconds > 0)
+  }
+  assert.deepEqual(await rows(app, 'students'), [])
+  assert.deepEqual(await rows(app, 'graduates').catch(() => []), [])
+})
+
+test('tombstones live in a table no PostgresWriter can name, and go once they are old', async (t) => {
+  const app = await build(t)
+  await callHook(app, request('sync-create', { uid: OLD_UID }))
+  await callHook(app, request('finalize', { uid: OLD_UID }), 'finalize')
+  assert.deepEqual(await tombstones(app), [{ uid: OLD_UID, id: 'default/sample-student' }])
+
+  const named = await callHook(app, request('sync-create', { uid: NEW_UID, spec: { table: TOMBSTONES } }))
+  assert.equal(readyOf(named), 'False InvalidTableName')
+
+  // A tombstone older than the retention goes with the next finalize.
+  await admin(app, `UPDATE "${TOMBSTONES}" SET finalized_at = now() - interval '11 minutes'`)
+  await callHook(app, request('sync-create', { uid: NEW_UID, objectName: 'other' }))
+  await callHook(app, request('finalize', { uid: NEW_UID, objectName: 'other' }), 'finalize')
+  assert.deepEqual(await tombstones(app), [{ uid: NEW_UID, id: 'default/other' }])
+})
+
+test('a tombstones table dropped while the server runs is created again by the next finalize', async (t) => {
+  const app = await build(t)
+  await callHook(app, request('sync-create', { uid: OLD_UID }))
+  await admin(app, `DROP TABLE "${TOMBSTONES}"`)
+  assert.equal((await callHook(app, request('finalize', { uid: OLD_UID }), 'finalize')).json.finalized, true)
+  assert.deepEqual(await tombstones(app), [{ uid: OLD_UID, id: 'default/sample-student' }])
+  assert.deepEqual(await rows(app, 'students'), [])
+})
+
+test('with PG_AUTO_CREATE_TABLES=false, a sync without the tombstones table is refused with its DDL, which works; a finalize goes on', async (t) => {
+  const app = await build(t, { env: { PG_AUTO_CREATE_TABLES: 'false' } })
+  await admin(app, 'CREATE TABLE students (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL)')
+  const refused = await callHook(app, request('sync-create'))
+  assert.equal(readyOf(refused), 'False TableMissing', messageOf(refused))
+  assert.match(messageOf(refused), new RegExp(`CREATE TABLE "${app.schema}"\\."${TOMBSTONES}"`))
+  assert.deepEqual(await rows(app, 'students'), [], 'no row is written without the tombstones')
+  // No sync can write without the tombstones, so none can undo a finalize: it deletes what is there.
+  await admin(app, 'INSERT INTO students VALUES (\'default/sample-student\', \'left\', 1, \'by an earlier version\')')
+  assert.equal((await callHook(app, request('finalize'), 'finalize')).json.finalized, true)
+  assert.deepEqual(await rows(app, 'students'), [])
+
+  const ddl = /create it \((CREATE TABLE .*?;) (CREATE INDEX .*?;)\)/.exec(messageOf(refused))
+  assert.ok(ddl !== null, messageOf(refused))
+  await admin(app, `${ddl[1] as string} ${ddl[2] as string}`)
+  assert.equal(readyOf(await callHook(app, request('sync-create'))), 'True RowWritten')
+  assert.equal((await callHook(app, request('finalize'), 'finalize')).json.finalized, true)
+  assert.deepEqual(await tombstones(app), [{ uid: request('finalize').object.metadata.uid, id: 'default/sample-student' }])
+})

@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict'
+import { execFileSync, spawnSync } from 'node:child_process'
+import { existsSync, readFileSync } from 'node:fs'
+import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test, type TestContext } from 'node:test'
+import { developmentDataDir, freePort } from '../hooks/database/embedded.js'
+import { spawnServer, type ServerProcess } from './helpers/server-process.js'
+
+/**
+ * `npm start` without a database configured: the server's own embedded PostgreSQL, in real processes. Each test
+ * runs the server in a checkout folder of its own, so each has its own development database.
+ */
+
+const root = join(import.meta.dirname, '..')
+const tsx = import.meta.resolve('tsx')
+
+/** Removes every database setting, as on a fresh machine, and the mark of a test run. */
+function withoutDatabase (): Record<string, undefined> {
+  return Object.fromEntries(Object.keys(process.env).filter((name) => ['DATABASE_URL', 'NODE_TEST_CONTEXT'].includes(name) || /^(PSQL_|PG)/.test(name)).map((name) => [name, undefined]))
+}
+
+/** A folder the server runs in as in a checkout; it and the server's development database are removed afterwards. */
+async function checkout (t: TestContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'hooks-checkout-'))
+  t.after(async () => {
+    await rm(dir, { recursive: true, force: true })
+    await rm(developmentDataDir(dir), { recursive: true, force: true })
+  })
+  return dir
+}
+
+/** The server started in `cwd` on a free port, without waiting for it; stopped when the test ends. */
+async function startIn (t: TestContext, cwd: string, env: Record<string, string> = {}, entry?: string): Promise<ServerProcess> {
+  const server = spawnServer({ cwd, entry, port: await freePort(), env: { ...withoutDatabase(), ...env } })
+  t.after(async () => { await server.stop() })
+  return server
+}
+
+function postmasterPid (cwd: string): number {
+  return Number(readFileSync(join(developmentDataDir(cwd), 'postmaster.pid'), 'utf8').split('\n')[0])
+}
+
+async function readyz (server: ServerProcess): Promise<number> {
+  return (await fetch(`${server.url}/readyz`)).status
+}
+
+async function databaseState (server: ServerProcess): Promise<string | undefined> {
+  return ((await (await fetch(`${server.url}/readyz`)).json()) as { database?: { status?: string } }).database?.status
+}
+
+// A server that never exits fails its test instead of hanging the run.
+const timeout = 120_000
+
+test('SIGTERM with the embedded database: the server keeps listening for HOOKS_SHUTDOWN_DELAY, logs "stopped", exits 0 and stops PostgreSQL', { timeout }, async (t) => {
+  const cwd = await checkout(t)
+  const server = await startIn(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1' })
+  await server.logged('hook server ready')
+  const started = performance.now()
+  server.process.kill('SIGTERM')
+  assert.equal(await server.exited, 0, server.output())
+  const ms = performance.now() - started
+  assert.ok(ms >= 1000, `exited ${Math.round(ms)} ms after SIGTERM, before the 1 s delay was over`)
+  assert.match(server.output(), /"msg":"stopped"/)
+  assert.equal(existsSync(join(developmentDataDir(cwd), 'postmaster.pid')), false, 'PostgreSQL was stopped with the server')
+})
+
+test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the loss and exits 0 within a few seconds', { timeout }, async (t) => {
+  const cwd = await checkout(t)
+  const server = await startIn(t, cwd)
+  await server.logged('hook server ready')
+  process.kill(postmasterPid(cwd), 'SIGKILL')
+  await server.logged('the embedded PostgreSQL stopped (killed by SIGKILL)')
+  assert.equal(await readyz(server), 200, 'still ready: only PostgresWriter needs the database, and it says so in its status')
+  assert.equal(await databaseState(server), 'down')
+  const started = performance.now()
+  server.process.kill('SIGINT')
+  assert.equal(await server.exited, 0, server.output())
+  const ms = performance.now() - started
+  assert.ok(ms < 5000, `exited ${Math.round(ms)} ms after SIGINT`)
+  assert.match(server.output(), /"msg":"stopped"/)
+})
+
+test('a second server in the same checkout names the first one\'s pid, exits 1, and leaves the first one\'s PostgreSQL running', { timeout }, async (t) => {
+  const cwd = await checkout(t)
+  const first = await startIn(t, cwd)
+  await first.logged('hook server ready')
+
+  const second = await startIn(t, cwd)
+  assert.equal(await second.exited, 1, second.output())
+  const lines = second.output().trim().split('\n')
+  assert.equal(lines.length, 1, second.output())
+  assert.match(lines[0] ?? '', new RegExp(`belongs to the hook server with pid ${first.pid}, which is still running`))
+  assert.equal(await readyz(first), 200, 'the first server and its PostgreSQL still answer')
+})
+
+test('an embedded PostgreSQL that cannot start stops the server with one line and exit code 1', { timeout }, async (t) => {
+  const cwd = await checkout(t)
+  const dataDir = developmentDataDir(cwd)
+  await mkdir(dataDir, { recursive: true })
+  await writeFile(join(dataDir, 'PG_VERSION'), '9.6\n')
+  const server = await startIn(t, cwd)
+  assert.equal(await server.exited, 1, server.output())
+  const lines = server.output().trim().split('\n')
+  assert.equal(lines.length, 1, server.output())
+  assert.match(lines[0] ?? '', /the embedded development PostgreSQL could not start: PostgreSQL stopped while starting \(exit code \d+\): \S.*set DATABASE_URL/)
+})
+
+test('a checkout in a folder only root may enter: the server reaches ready and the test runner starts its database', {
+  timeout,
+  skip: process.getuid?.() !== 0 && 'only root runs PostgreSQL as another user, who may not enter the folder'
+}, async (t) => {
+  const outer = await mkdtemp(join(tmpdir(), 'hooks-root-only-'))
+  await chmod(outer, 0o700)
+  const copy = join(outer, 'clone')
+  t.after(async () => {
+    await rm(outer, { recursive: true, force: true })
+    await rm(developmentDataDir(copy), { recursive: true, force: true })
+  })
+  // What a clone holds: the files git tracks, plus the new ones it does not ignore, as they are now.
+  const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '-z'], { cwd: root, encoding: 'utf8' }).split('\0').filter((file) => file !== '' && existsSync(join(root, file)))
+  for (const file of files) await cp(join(root, file), join(copy, file))
+  // Hard links: the binaries then sit under the root-only folder too, as in a clone (a symlink would point out of it).
+  const linked = spawnSync('cp', ['-al', join(root, 'node_modules'), join(copy, 'node_modules')])
+  if (linked.status !== 0) await cp(join(root, 'node_modules'), join(copy, 'node_modules'), { recursive: true, verbatimSymlinks: true })
+
+  const server = await startIn(t, copy, {}, join(copy, 'hooks', 'server.ts'))
+  await server.logged('hook server ready')
+  assert.equal(await readyz(server), 200)
+  server.process.kill('SIGTERM')
+  assert.equal(await server.exited, 0, server.output())
+
+  await writeFile(join(copy, 'probe.test.ts'), `
+    import { test } from 'node:test'
+    import pg from 'pg'
+    test('the runner\\'s database answers', async () => {
+      const client = new pg.Client({ connectionString: process.env.DATABASE_URL })
+      await client.connect()
+      await client.query('SELECT 1')
+      await client.end()
+    })
+  `)
+  const runner = spawnSync(process.execPath, ['--import', tsx, 'scripts/run-tests.ts', 'probe.test.ts'], { cwd: copy, env: { ...process.env, ...withoutDatabase() }, encoding: 'utf8', timeout: 100_000 })
+  assert.equal(runner.status, 0, runner.stdout + runner.stderr)
+  assert.match(runner.stdout, /tests use an embedded PostgreSQL/)
+  assert.match(runner.stdout, /pass 1/)
+})
