@@ -1,3 +1,4 @@
+import type { Writable } from 'node:stream'
 import pg from 'pg'
 import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
 import type { PostgresIo } from '../database/pool.js'
@@ -90,8 +91,13 @@ const lockRow = (id: string): Query => ['SELECT pg_advisory_xact_lock(hashtextex
  * with values are named prepared statements when `prepared`; BEGIN and COMMIT go as they are.
  */
 async function pipelined (db: pg.PoolClient, prepared: boolean, queries: readonly Query[]): Promise<pg.QueryResult[]> {
-  const settled = await Promise.allSettled(queries.map(async ([text, values]) =>
-    values === undefined ? await db.query(text) : await db.query(statement(db, prepared, text, values))))
+  // pg submits each query as it is called, in a write of its own; corked, they leave in one write (a system call).
+  const { stream } = (db as unknown as { connection: { stream: Writable } }).connection
+  stream.cork()
+  const sent = queries.map(async ([text, values]) =>
+    values === undefined ? await db.query(text) : await db.query(statement(db, prepared, text, values)))
+  stream.uncork()
+  const settled = await Promise.allSettled(sent)
   const failure = settled.find((result) => result.status === 'rejected')
   if (failure !== undefined) throw failure.reason
   return settled.map((result) => (result as PromiseFulfilledResult<pg.QueryResult>).value)
