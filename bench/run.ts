@@ -48,8 +48,9 @@ interface HookServer {
 async function startServer (env: NodeJS.ProcessEnv): Promise<HookServer> {
   const profileDir = process.env.BENCH_CPU_PROF
   const profile = profileDir === undefined || profileDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
-  // stdout (one log line per hook call, as in production) is dropped.
-  const server = await startServerProcess({ entry: 'bench/server.js', nodeArgs: profile, env, port: Number(env.PORT), output: 'discard' })
+  // stdout (one log line per hook call, as in production) is dropped. bench/server.js opens no probe port (probePort 0):
+  // health and readiness are asked on the hook port.
+  const server = await startServerProcess({ entry: 'bench/server.js', nodeArgs: profile, env, port: Number(env.PORT), probePort: 0, output: 'discard' })
   await waitForReadiness(server, 200, 30_000)
   const { pid, url } = server
 

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs'
-import { LogController, type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.js'
-import type { Controller, Io } from './controller.js'
-import { ping } from './database/pool.js'
+import { hookNames, type Controller, type Io } from './controller.js'
 import { HookError } from './errors.js'
 import { hookRoutes } from './hook-routes.js'
-import { createMetrics } from './metrics.js'
+import { createProbes, probeRoutes, type Probes } from './probes.js'
+import type { ErrorResponse } from './wire/schemas.js'
 
 export interface AppOptions {
   config: Config
@@ -14,6 +14,8 @@ export interface AppOptions {
   io: Partial<Io>
   /** Set by the server on SIGTERM: readiness turns 503 while in-flight hooks finish. */
   lifecycle: { draining: boolean }
+  /** What health, readiness and metrics report, when the probe port shares it; else the app makes its own. */
+  probes?: Probes
   clock?: () => Date
 }
 
@@ -47,11 +49,20 @@ export function serverOptions (config: Config): FastifyServerOptions & { https?:
   }
 }
 
+/** The probe port's server: plain HTTP whatever the hook port asks, GET requests only, the hook server's logger. */
+export function probeServerOptions (log: FastifyBaseLogger): FastifyServerOptions {
+  return {
+    loggerInstance: log,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: 1024,
+    requestTimeout: 10_000
+  }
+}
+
 /** The whole application as one plugin: health, metrics, the hooks of every controller, one error handler. */
 export async function app (fastify: FastifyInstance, options: AppOptions): Promise<void> {
-  const metrics = createMetrics()
-  const { config } = options
-  const pool = options.io.postgres?.pool
+  const { config, lifecycle } = options
+  const probes = options.probes ?? createProbes({ config, io: options.io, lifecycle, log: fastify.log })
 
   fastify.setErrorHandler((error: FastifyError, request, reply) => {
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
@@ -65,43 +76,40 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
     }
     const message = error.validation !== undefined
       ? `${error.message} (the body must be a Metacontroller v2 hook request)`
-      : error.message
-    request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
-    return reply.code(statusCode).send({ error: errorName(statusCode), message })
+      : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? `the body must be a Metacontroller hook request sent as JSON, with the header Content-Type: application/json (this one had ${request.headers['content-type'] === undefined ? 'no Content-Type' : `Content-Type: ${request.headers['content-type'].slice(0, 100)}`})`
+        : error.message
+    return refuse(request, reply, statusCode, message)
   })
+
+  const hookPaths = options.controllers.flatMap((controller) => hookNames(controller).map((hook) => `/${controller.name}/${hook}`))
+  fastify.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0]?.slice(0, 200)
+    return refuse(request, reply, 404, `no ${request.method} ${path} here: the hooks are POST ${hookPaths.join(', ')}, with Content-Type: application/json; also GET /healthz, /readyz and /metrics`)
+  })
+
+  // Hook requests are JSON: without this parser, a text/plain body would reach validation and get "body must be object".
+  fastify.removeContentTypeParser('text/plain')
 
   // While draining, answers close their connection, so that keep-alive clients do not hold the shutdown open.
   fastify.addHook('onSend', async (_request, reply) => {
-    if (options.lifecycle.draining) reply.header('connection', 'close')
+    if (lifecycle.draining) reply.header('connection', 'close')
   })
 
-  fastify.get('/healthz', async () => ({ status: 'ok' }))
-
-  fastify.get('/readyz', async (request, reply) => {
-    if (options.lifecycle.draining) return await reply.code(503).send({ status: 'draining' })
-    if (pool !== undefined) {
-      try {
-        await ping(pool)
-      } catch (error) {
-        request.log.warn({ err: error }, 'not ready: database unreachable')
-        return await reply.code(503).send({ status: 'database unavailable', message: (error as Error).message })
-      }
-    }
-    return { status: 'ready' }
-  })
-
-  fastify.get('/metrics', async (_request, reply) => {
-    reply.header('content-type', metrics.registry.contentType)
-    return await metrics.registry.metrics()
-  })
-
+  await fastify.register(probeRoutes, { probes })
   await fastify.register(hookRoutes, {
     controllers: options.controllers,
     io: options.io,
-    metrics,
+    metrics: probes.metrics,
     clock: options.clock ?? (() => new Date()),
-    bearerToken: config.bearerToken
+    bearerTokens: config.bearerTokens
   })
+}
+
+/** Every error answer: the status's name and a message that says what to do, logged at info. */
+async function refuse (request: FastifyRequest, reply: FastifyReply, statusCode: number, message: string): Promise<FastifyReply> {
+  request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
+  return await reply.code(statusCode).send({ error: errorName(statusCode), message } satisfies ErrorResponse)
 }
 
 function errorName (statusCode: number): string {

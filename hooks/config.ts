@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+import { parseTokens, type BearerTokenSource } from './bearer-token.js'
 import { WEBHOOK_TIMEOUT_SECONDS } from './controller.js'
 
 /**
@@ -31,14 +33,18 @@ export interface DatabaseConfig {
 
 export interface Config {
   port: number
+  /** Plain HTTP, always: /healthz, /readyz and /metrics for the kubelet and scrapers, whatever TLS the hook port asks. */
+  probePort: number
   host: string
   logLevel: string
   bodyLimit: number
   shutdownTimeoutMs: number
   /** After SIGTERM, how long the listener stays open while readiness already answers 503. */
   shutdownDelayMs: number
+  /** How old the last database check may be before /readyz or /metrics starts another. */
+  databaseCheckIntervalMs: number
   database: DatabaseConfig
-  bearerToken: string | undefined
+  bearerTokens: BearerTokenSource | undefined
   tls: TlsConfig | undefined
 }
 
@@ -127,13 +133,31 @@ export function loadConfig (env: Environment = process.env): Config {
   if ((tlsCert === undefined) !== (tlsKey === undefined)) problems.push('HOOKS_TLS_CERT and HOOKS_TLS_KEY: set both (PEM file paths) or neither')
   if (clientCa !== undefined && tlsCert === undefined) problems.push('HOOKS_TLS_CLIENT_CA needs HOOKS_TLS_CERT and HOOKS_TLS_KEY: mutual TLS only works over HTTPS')
 
+  let bearerTokens: BearerTokenSource | undefined
+  const token = value('HOOKS_BEARER_TOKEN')
+  const tokenFile = value('HOOKS_BEARER_TOKEN_FILE')
+  try {
+    if (token !== undefined && tokenFile !== undefined) {
+      problems.push('HOOKS_BEARER_TOKEN and HOOKS_BEARER_TOKEN_FILE: set one of them, not both')
+    } else if (tokenFile !== undefined) {
+      const text = readFileSync(tokenFile, 'utf8')
+      bearerTokens = { variable: 'HOOKS_BEARER_TOKEN_FILE', file: tokenFile, tokens: parseTokens(text, `HOOKS_BEARER_TOKEN_FILE ${tokenFile}`) }
+    } else if (token !== undefined) {
+      bearerTokens = { variable: 'HOOKS_BEARER_TOKEN', file: undefined, tokens: parseTokens(token, 'HOOKS_BEARER_TOKEN') }
+    }
+  } catch (error) {
+    problems.push(error instanceof Error && 'code' in error ? `HOOKS_BEARER_TOKEN_FILE=${tokenFile}: cannot read it (${String(error.code)})` : (error as Error).message)
+  }
+
   const config: Config = {
     port: integer('PORT', 8080, 0, 65535),
+    probePort: integer('HOOKS_PROBE_PORT', 8081, 0, 65535),
     host: value('HOST') ?? '0.0.0.0',
     logLevel,
     bodyLimit: size('HOOKS_BODY_LIMIT', 64 * 1024 ** 2),
     shutdownTimeoutMs: integer('HOOKS_SHUTDOWN_TIMEOUT', 25, 1, 3600) * 1000,
     shutdownDelayMs: integer('HOOKS_SHUTDOWN_DELAY', 3, 0, 3600) * 1000,
+    databaseCheckIntervalMs: integer('HOOKS_DATABASE_CHECK_INTERVAL', 5, 1, 3600) * 1000,
     database: {
       poolMax: integer('PG_POOL_MAX', 10, 1, 1000),
       connectTimeoutMs: integer('PG_CONNECT_TIMEOUT', 2, 1, 60) * 1000,
@@ -143,8 +167,11 @@ export function loadConfig (env: Environment = process.env): Config {
       preparedStatements: boolean('PG_PREPARED_STATEMENTS', true),
       policy: { schema, autoCreateTables: boolean('PG_AUTO_CREATE_TABLES', true), tableAllowlist }
     },
-    bearerToken: value('HOOKS_BEARER_TOKEN'),
+    bearerTokens,
     tls: tlsCert !== undefined && tlsKey !== undefined ? { certFile: tlsCert, keyFile: tlsKey, clientCaFile: clientCa } : undefined
+  }
+  if (config.probePort !== 0 && config.probePort === config.port) {
+    problems.push(`HOOKS_PROBE_PORT=${config.probePort} is PORT too: the probe port serves health and metrics over plain HTTP beside the hook port, so give it a port of its own`)
   }
   if (config.shutdownDelayMs >= config.shutdownTimeoutMs) {
     problems.push('HOOKS_SHUTDOWN_DELAY must be shorter than HOOKS_SHUTDOWN_TIMEOUT: the delay is part of the shutdown time')

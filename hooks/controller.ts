@@ -41,6 +41,9 @@ interface Hooks<Request, Response, Context> {
 
 export interface ChildResource {
   apiVersion: string
+  /** What objects of it are called in a request's `children` and in an answer. */
+  kind: string
+  /** The plural Metacontroller's childResources name it by. */
   resource: string
   updateStrategy: 'InPlace' | 'OnDelete' | 'Recreate'
 }

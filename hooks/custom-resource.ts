@@ -21,6 +21,32 @@ export interface NameRule {
   why: string
 }
 
+/**
+ * A rule the API server checks at `kubectl apply` (a CEL `x-kubernetes-validations` entry in the generated CRD), for
+ * what the OpenAPI keywords cannot say. The hook checks the same thing itself, and says the same `message`.
+ */
+export interface ApplyRule {
+  rule: string
+  message: string
+}
+
+/** Schema options that carry CEL rules into the generated CRD; TypeBox's own checks ignore them. */
+export function applyRules (...rules: ApplyRule[]): { 'x-kubernetes-validations': ApplyRule[] } {
+  return { 'x-kubernetes-validations': rules }
+}
+
+/** `text` as a CEL string literal. */
+export function celString (text: string): string {
+  return `'${text.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`
+}
+
+/**
+ * A characters-only class that means the same in ECMAScript (the hook) and RE2 (the API server): printable ASCII but
+ * the space. `\S` would not: RE2's leaves out only ASCII whitespace, so the API server would take a no-break space the
+ * hook refuses.
+ */
+export const VISIBLE_ASCII = '[!-~]'
+
 export interface CustomResourceDefinition<Spec extends TObject, StatusFields extends TProperties> {
   group: string
   version: string

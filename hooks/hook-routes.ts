@@ -1,6 +1,6 @@
-import { timingSafeEqual, createHash } from 'node:crypto'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { BearerTokens, type BearerTokenSource } from './bearer-token.js'
 import { definedHooks, hookContext, ioFor, type Controller, type HookContext, type HookName, type Io } from './controller.js'
 import { HookError } from './errors.js'
 import type { Metrics, Outcome } from './metrics.js'
@@ -16,7 +16,7 @@ export interface HookRoutesOptions {
   io: Partial<Io>
   metrics: Metrics
   clock: () => Date
-  bearerToken: string | undefined
+  bearerTokens: BearerTokenSource | undefined
 }
 
 type HookResponse = CompositeResponse | DecoratorResponse
@@ -37,18 +37,14 @@ declare module 'fastify' {
   }
 }
 
-/** Answered with Ready=False, or finalize not done yet. */
-function notReady (response: HookResponse): boolean {
-  return response.finalized === false || observedConditions(response.status).some((c) => c.type === 'Ready' && c.status === 'False')
-}
-
-function outcomeOf (statusCode: number, response: HookResponse | undefined): Outcome {
+function outcomeOf (hook: HookName, statusCode: number, response: HookResponse | undefined): Outcome {
   if (statusCode >= 500) return 'error'
   if (statusCode >= 400) return 'rejected'
-  return response !== undefined && notReady(response) ? 'not_ready' : 'ok'
+  if (response === undefined) return 'ok'
+  // Metacontroller reads a missing `finalized` as false.
+  if (hook === 'finalize') return response.finalized === true ? 'finalized' : 'pending'
+  return observedConditions(response.status).some((c) => c.type === 'Ready' && c.status === 'False') ? 'not_ready' : 'ok'
 }
-
-const digest = (value: string): Buffer => createHash('sha256').update(value).digest()
 
 /** `POST /<controller>/sync` and `/finalize` for every controller, with one log line and one metric per call. */
 export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (fastify, options) => {
@@ -56,13 +52,14 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
   // quarter of the server's CPU per hook call (measured with bench/).
   fastify.decorateRequest('hookCall', null)
 
-  if (options.bearerToken !== undefined) {
-    const expected = digest(`Bearer ${options.bearerToken}`)
+  if (options.bearerTokens !== undefined) {
+    const tokens = new BearerTokens(options.bearerTokens, fastify.log)
+    tokens.start()
+    fastify.addHook('onClose', async () => { tokens.stop() })
     fastify.addHook('onRequest', async (request, reply) => {
-      // Hashing both sides gives equal lengths, so the comparison takes the same time whatever was sent.
-      if (!timingSafeEqual(digest(request.headers.authorization ?? ''), expected)) {
+      if (!tokens.accepts(request.headers.authorization)) {
         reply.header('www-authenticate', 'Bearer')
-        throw new HookError(401, 'missing or wrong bearer token: send Authorization: Bearer <HOOKS_BEARER_TOKEN>')
+        throw new HookError(401, `missing or wrong bearer token: send Authorization: Bearer <${tokens.expected}>`)
       }
     })
   }
@@ -71,7 +68,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const { controller, hook } = reply.routeOptions.config
     if (controller === undefined || hook === undefined) return
     const call = request.hookCall
-    const outcome = outcomeOf(reply.statusCode, call?.response)
+    const outcome = outcomeOf(hook, reply.statusCode, call?.response)
     options.metrics.hookDuration.observe({ controller, hook, outcome }, reply.elapsedTime / 1000)
     const response = call?.response
     request.log.info({

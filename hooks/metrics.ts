@@ -1,23 +1,37 @@
-import { Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
-/** What a hook call came to, as a low-cardinality label. */
-export type Outcome = 'ok' | 'not_ready' | 'rejected' | 'error'
+/**
+ * What a hook call came to, as a low-cardinality label. A sync is `ok` or `not_ready` (answered with Ready=False); a
+ * finalize is `finalized` (finalized=true: Metacontroller may let the parent go) or `pending` (finalized=false: it
+ * calls again). Either hook can be `rejected` (4xx) or an `error` (5xx).
+ */
+export type Outcome = 'ok' | 'not_ready' | 'finalized' | 'pending' | 'rejected' | 'error'
 
 export interface Metrics {
   registry: Registry
   hookDuration: Histogram<'controller' | 'hook' | 'outcome'>
+  /** Present when a controller needs PostgreSQL; set from a database check at each scrape. */
+  databaseUp: Gauge | undefined
 }
 
 /** A registry per app instance, so that several apps (as in tests) never collide. */
-export function createMetrics (): Metrics {
+export function createMetrics (database?: { state: () => Promise<{ status: string }> }): Metrics {
   const registry = new Registry()
   collectDefaultMetrics({ register: registry })
   const hookDuration = new Histogram({
     name: 'metacontroller_hooks_duration_seconds',
-    help: 'Duration of hook calls by controller, hook and outcome (ok; not_ready = answered with Ready=False or finalized=false, rejected = 4xx, error = 5xx)',
+    help: 'Duration of hook calls by controller, hook and outcome (sync: ok, or not_ready = answered with Ready=False; finalize: finalized = finalized=true, pending = finalized=false; either: rejected = 4xx, error = 5xx)',
     labelNames: ['controller', 'hook', 'outcome'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry]
   })
-  return { registry, hookDuration }
+  const databaseUp = database === undefined
+    ? undefined
+    : new Gauge({
+      name: 'metacontroller_hooks_database_up',
+      help: 'Whether PostgreSQL answered the last check (1) or not (0); a scrape checks again when the last check is older than HOOKS_DATABASE_CHECK_INTERVAL',
+      registers: [registry],
+      async collect () { this.set((await database.state()).status === 'up' ? 1 : 0) }
+    })
+  return { registry, hookDuration, databaseUp }
 }

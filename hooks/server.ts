@@ -1,12 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
-import { app, serverOptions } from './app.js'
+import { app, probeServerOptions, serverOptions } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { needed, type Io } from './controller.js'
 import { controllers } from './controllers.js'
 import { connectionFromEnvironment, connectionFromUrl, type Connection } from './database/connection.js'
 import { developmentDataDir, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
 import { connectPostgres } from './database/pool.js'
+import { createProbes, probeRoutes } from './probes.js'
 
 /** The standalone entry point: configuration, database, listen, graceful shutdown. */
 
@@ -50,7 +51,10 @@ if (connection === undefined && needsPostgres) {
 }
 
 if (connection !== undefined && needsPostgres) io.postgres = connectPostgres(connection, config.database, fastify.log)
-await fastify.register(app, { config, controllers, io, lifecycle })
+const probes = createProbes({ config, io, lifecycle, log: fastify.log })
+await fastify.register(app, { config, controllers, io, lifecycle, probes })
+const probeServer = Fastify(probeServerOptions(fastify.log))
+await probeServer.register(probeRoutes, { probes })
 
 async function shutdown (signal: string): Promise<void> {
   if (lifecycle.draining) return
@@ -65,6 +69,7 @@ async function shutdown (signal: string): Promise<void> {
   }, config.shutdownTimeoutMs)
   await sleep(delayMs)
   await fastify.close()
+  await probeServer.close()
   await io.postgres?.pool.end()
   await embedded?.stop()
   clearTimeout(deadline)
@@ -76,9 +81,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => 
 
 try {
   await fastify.listen({ port: config.port, host: config.host })
-  fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description }, 'hook server ready')
+  // Listening last: the kubelet's first probe answering means the hook port is up too.
+  await probeServer.listen({ port: config.probePort, host: config.host })
+  fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description, probePort: (probeServer.server.address() as { port: number }).port }, 'hook server ready')
 } catch (error) {
-  fastify.log.error({ err: error }, `cannot listen on ${config.host}:${config.port}`)
+  fastify.log.error({ err: error }, `cannot listen on ${config.host}, port ${config.port} (PORT, hooks) or ${config.probePort} (HOOKS_PROBE_PORT, probes)`)
   await io.postgres?.pool.end()
   await embedded?.stop()
   process.exit(1)

@@ -1,7 +1,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import { stringify } from 'yaml'
 import { hookNames, WEBHOOK_TIMEOUT_SECONDS, type Controller, type HookName } from '../hooks/controller.js'
-import type { CustomResource } from '../hooks/custom-resource.js'
+import { celString, type ApplyRule, type CustomResource } from '../hooks/custom-resource.js'
 
 /**
  * Generated manifests: each controller's CRD (from the same TypeBox schemas that validate the hooks) and its
@@ -50,7 +50,23 @@ function pick (source: JsonSchema, keys: string[]): JsonSchema {
   return Object.fromEntries(keys.filter((key) => key in source).map((key) => [key, source[key]]))
 }
 
+/**
+ * The resource's name rule as CEL at the schema's root, the one place a rule sees `self.metadata.name` (a `fieldPath`
+ * cannot point there: the API server reports the rule on the object): it then refuses at apply time a name the hook
+ * would refuse (hooks/parent.ts), for the same reason.
+ */
+export function nameValidations (resource: CustomResource): ApplyRule[] {
+  const { name, kind } = resource
+  if (name === undefined) return []
+  const rules: ApplyRule[] = [{ rule: `self.metadata.name.size() <= ${name.maxLength}`, message: `a ${kind} name holds at most ${name.maxLength} characters, because ${name.why}` }]
+  if (name.pattern !== undefined) {
+    rules.push({ rule: `self.metadata.name.matches(${celString(name.pattern.regex)})`, message: `a ${kind} name must ${name.pattern.meaning}, because ${name.why}` })
+  }
+  return rules
+}
+
 export function customResourceDefinition (resource: CustomResource): JsonSchema {
+  const names = nameValidations(resource)
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -74,6 +90,7 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
         schema: {
           openAPIV3Schema: {
             type: 'object',
+            ...(names.length === 0 ? {} : { 'x-kubernetes-validations': names }),
             required: ['spec'],
             properties: {
               spec: structural(resource.spec),

@@ -96,7 +96,7 @@ export const ${camel}: CompositeController<typeof ${camel}Resource> = {
   name: '${name}',
   resource: ${camel}Resource,
   needs: [],
-  childResources: [{ apiVersion: 'v1', resource: 'configmaps', updateStrategy: 'InPlace' }],
+  childResources: [{ apiVersion: 'v1', kind: 'ConfigMap', resource: 'configmaps', updateStrategy: 'InPlace' }],
   hooks: { sync: sync${kind} }
 }
 `

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises'
+import { parseArgs } from 'node:util'
 import { parseAllDocuments, stringify } from 'yaml'
 import { controllers } from '../hooks/controllers.js'
 import { hookContext, type Controller } from '../hooks/controller.js'
@@ -8,11 +9,12 @@ import type { KubernetesObject, ObjectMap } from '../hooks/wire/schemas.js'
 import { metacontrollerManifest } from './manifests.js'
 
 /**
- * npm run render -- <cr.yaml> [--observed <children.yaml>]
- * Prints, as YAML, what a composite's sync hook answers for a custom resource: no cluster, no database.
+ * npm run -s render -- <cr.yaml> [--observed <children.yaml>]
+ * Prints, as YAML, what a composite's sync hook answers for a custom resource: no cluster, no database. (`-s` keeps
+ * npm's banner out of the output.)
  */
 
-const usage = 'usage: npm run render -- <custom-resource.yaml> [--observed <children.yaml>]'
+const usage = 'usage: npm run -s render -- <custom-resource.yaml> [--observed <children.yaml>]'
 
 async function readObjects (path: string): Promise<KubernetesObject[]> {
   const text = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => fail(`cannot read ${path}: ${error.code ?? error.message}`))
@@ -32,11 +34,17 @@ function fail (message: string): never {
   process.exit(1)
 }
 
-const args = process.argv.slice(2)
-const observedAt = args.indexOf('--observed')
-const observedPath = observedAt === -1 ? undefined : args[observedAt + 1]
-const resourcePath = args.find((arg, index) => !arg.startsWith('--') && (observedAt === -1 || index !== observedAt + 1))
-if (resourcePath === undefined || (observedAt !== -1 && observedPath === undefined)) fail(usage)
+let resourcePath: string | undefined
+let observedPath: string | undefined
+try {
+  const { values, positionals } = parseArgs({ options: { observed: { type: 'string' } }, allowPositionals: true })
+  if (positionals.length !== 1) fail(usage)
+  resourcePath = positionals[0]
+  observedPath = values.observed
+} catch (error) {
+  fail(`${(error as Error).message}\n${usage}`)
+}
+if (resourcePath === undefined) fail(usage)
 
 const [parent] = await readObjects(resourcePath)
 if (parent === undefined) fail(`${resourcePath} holds no object`)
@@ -69,16 +77,25 @@ try {
   fail(`the hook refused ${parent.kind} ${namespace}/${parent.metadata.name}: ${(error as Error).message}`)
 }
 
-/** The observed children as Metacontroller groups them; groups without objects may be left out, hooks treat them as empty. */
+/**
+ * The observed children as Metacontroller groups them; groups without objects may be left out, hooks treat them as
+ * empty. An object of a kind the controller does not own is refused: Metacontroller would never send it.
+ */
 function observedChildren (composite: Extract<Controller, { type: 'composite' }>, objects: KubernetesObject[], parentNamespace: string): ObjectMap {
   const map: ObjectMap = {}
+  const strangers: string[] = []
   for (const object of objects) {
-    if (!composite.childResources.some(({ apiVersion }) => apiVersion === object.apiVersion)) {
-      fail(`--observed: ${object.apiVersion} ${object.kind} is not a child kind of ${composite.name}`)
+    const withNamespace = { ...object, metadata: { ...object.metadata, namespace: object.metadata?.namespace ?? parentNamespace } }
+    if (!composite.childResources.some(({ apiVersion, kind }) => apiVersion === object.apiVersion && kind === object.kind)) {
+      strangers.push(`${object.apiVersion} ${object.kind} ${objectKey(withNamespace)}`)
+      continue
     }
-    const withNamespace = { ...object, metadata: { ...object.metadata, namespace: object.metadata.namespace ?? parentNamespace } }
     const group = map[groupKey(object.kind, object.apiVersion)] ??= {}
     group[objectKey(withNamespace)] = withNamespace
+  }
+  if (strangers.length > 0) {
+    const owned = composite.childResources.map(({ apiVersion, kind }) => `${apiVersion} ${kind}`).join(', ')
+    fail(`--observed ${observedPath}: ${[strangers.slice(0, -1).join(', '), strangers.at(-1)].filter((part) => part !== '').join(' and ')} ${strangers.length === 1 ? 'is not a child' : 'are not children'} of ${composite.name}, which owns ${owned}; leave ${strangers.length === 1 ? 'it' : 'them'} out`)
   }
   return map
 }

@@ -1,28 +1,15 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
 import { podSet } from '../hooks/podset/index.js'
+import { ErrorResponseSchema } from '../hooks/wire/schemas.js'
 import { build } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
 
 const UNREACHABLE = 'postgres://nobody:secret@127.0.0.1:1/none'
-
-test('/healthz answers while /readyz follows the database and draining', async (t) => {
-  const { app, lifecycle } = await build(t)
-  assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
-  assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
-  lifecycle.draining = true
-  const draining = await app.inject({ url: '/readyz' })
-  assert.equal(draining.statusCode, 503)
-  assert.equal(draining.json().status, 'draining')
-  assert.equal((await app.inject({ url: '/healthz' })).statusCode, 200)
-
-  const down = await build(t, { databaseUrl: UNREACHABLE, env: { PG_CONNECT_TIMEOUT: '1' } })
-  const unready = await down.app.inject({ url: '/readyz' })
-  assert.equal(unready.statusCode, 503)
-  assert.equal(unready.json().status, 'database unavailable')
-  assert.doesNotMatch(unready.body, /secret/, 'the password never appears')
-})
+const errorResponse = TypeCompiler.Compile(ErrorResponseSchema)
 
 test('an app of composites alone needs no database: no pool, ready, and every hook answers', async (t) => {
   const composites = controllers.filter((controller) => controller.type === 'composite')
@@ -51,6 +38,16 @@ test('/metrics exposes the hook-duration histogram by controller, hook and outco
   for (const outcome of ['ok', 'not_ready', 'rejected']) {
     assert.match(metrics.body, new RegExp(`metacontroller_hooks_duration_seconds_count\\{controller="postgres-writer",hook="sync",outcome="${outcome}"\\} 1`))
   }
+})
+
+test('/metrics counts a finalize as finalized or pending, never as not_ready', async (t) => {
+  const finalizeOutcomes = async (app: Awaited<ReturnType<typeof build>>['app']): Promise<string[]> => {
+    const response = await app.inject({ method: 'POST', url: '/postgres-writer/finalize', payload: fixture('postgres-writer', 'finalize') })
+    const metrics = (await app.inject({ url: '/metrics' })).body
+    return [String(response.json().finalized), ...metrics.match(/(?<=metacontroller_hooks_duration_seconds_count\{controller="postgres-writer",hook="finalize",outcome=")\w+(?="\} 1)/g) ?? []]
+  }
+  assert.deepEqual(await finalizeOutcomes((await build(t)).app), ['true', 'finalized'])
+  assert.deepEqual(await finalizeOutcomes((await build(t, { databaseUrl: UNREACHABLE, env: { PG_CONNECT_TIMEOUT: '1' } })).app), ['false', 'pending'])
 })
 
 const badBodies: Array<[string, string, RegExp]> = [
@@ -90,9 +87,58 @@ test('a 10 MiB request is accepted; one over HOOKS_BODY_LIMIT gets 413 naming th
   assert.match(refused.json().message, /HOOKS_BODY_LIMIT \(1048576 bytes\)/)
 })
 
-test('unknown routes get 404 and unexpected failures get 500 without details', async (t) => {
+test('unknown routes get 404 naming every hook path this server serves', async (t) => {
   const { app } = await build(t)
-  assert.equal((await app.inject({ method: 'POST', url: '/nothing/sync', payload: {} })).statusCode, 404)
+  const hookPaths = controllers.flatMap((controller) => hookNames(controller).map((hook) => `/${controller.name}/${hook}`))
+  for (const [method, url] of [['POST', '/nothing/sync'], ['GET', '/'], ['GET', '/podset/sync']] as const) {
+    const response = await app.inject({ method, url, payload: method === 'POST' ? {} : undefined })
+    assert.equal(response.statusCode, 404, url)
+    const body = response.json()
+    assert.deepEqual(Object.keys(body), ['error', 'message'], response.body)
+    assert.equal(body.error, 'Not Found')
+    assert.match(body.message, new RegExp(`^no ${method} ${url} here`))
+    for (const path of hookPaths) assert.ok(body.message.includes(path), `${path} in ${body.message}`)
+    assert.match(body.message, /POST .*Content-Type: application\/json.*GET \/healthz, \/readyz and \/metrics/)
+  }
+})
+
+test('a body that is not sent as JSON gets 415 saying what to send', async (t) => {
+  const { app } = await build(t)
+  const body = JSON.stringify(fixture('podset', 'first-sync'))
+  for (const contentType of [undefined, 'text/plain', 'application/x-www-form-urlencoded', 'application/yaml']) {
+    const response = await app.inject({ method: 'POST', url: '/podset/sync', payload: body, headers: contentType === undefined ? {} : { 'content-type': contentType } })
+    assert.equal(response.statusCode, 415, `${contentType}: ${response.body}`)
+    assert.deepEqual(response.json(), {
+      error: 'Unsupported Media Type',
+      message: `the body must be a Metacontroller hook request sent as JSON, with the header Content-Type: application/json (this one had ${contentType === undefined ? 'no Content-Type' : `Content-Type: ${contentType}`})`
+    })
+  }
+})
+
+test('every error answer has one shape, {error, message}', async (t) => {
+  const { app } = await build(t, { env: { HOOKS_BEARER_TOKEN: 's3cret-token' } })
+  const limited = await build(t, { env: { HOOKS_BODY_LIMIT: '1Ki' } })
+  const failing = await build(t, { controllers: [{ ...podSet, name: 'broken', hooks: { sync: () => { throw new Error('secret internals') } } }] })
+  const authorization = 'Bearer s3cret-token'
+  const answers = {
+    400: await app.inject({ method: 'POST', url: '/podset/sync', payload: { nope: true }, headers: { authorization } }),
+    401: await app.inject({ method: 'POST', url: '/podset/sync', payload: fixture('podset', 'first-sync') }),
+    404: await app.inject({ method: 'GET', url: '/nothing', headers: { authorization } }),
+    413: await limited.app.inject({ method: 'POST', url: '/podset/sync', payload: { padding: 'x'.repeat(4096) } }),
+    415: await app.inject({ method: 'POST', url: '/podset/sync', payload: 'x', headers: { authorization, 'content-type': 'text/plain' } }),
+    422: await app.inject({ method: 'POST', url: '/pulsar-consumer/sync', payload: fixture('pulsar-consumer', 'sync-invalid-spec'), headers: { authorization } }),
+    500: await failing.app.inject({ method: 'POST', url: '/broken/sync', payload: fixture('podset', 'first-sync') })
+  }
+  for (const [statusCode, response] of Object.entries(answers)) {
+    assert.equal(response.statusCode, Number(statusCode), response.body)
+    assert.match(response.headers['content-type'] as string, /^application\/json/)
+    const body = response.json()
+    assert.ok(errorResponse.Check(body), `${statusCode}: ${response.body}`)
+    assert.notEqual(body.message, body.error, `${statusCode}: the message says more than the status`)
+  }
+})
+
+test('unexpected failures get 500 without details', async (t) => {
   const failing = await build(t, { controllers: [{ ...podSet, name: 'broken', hooks: { sync: () => { throw new Error('secret internals') } } }] })
   const response = await failing.app.inject({ method: 'POST', url: '/broken/sync', payload: fixture('podset', 'first-sync') })
   assert.equal(response.statusCode, 500)

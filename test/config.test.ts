@@ -5,11 +5,13 @@ import { ConfigError, loadConfig } from '../hooks/config.js'
 test('defaults', () => {
   const config = loadConfig({})
   assert.equal(config.port, 8080)
+  assert.equal(config.probePort, 8081)
+  assert.equal(config.databaseCheckIntervalMs, 5000)
   assert.equal(config.host, '0.0.0.0')
   assert.equal(config.bodyLimit, 64 * 1024 * 1024)
   assert.equal(config.shutdownTimeoutMs, 25_000)
   assert.deepEqual(config.database.policy, { schema: 'public', autoCreateTables: true, tableAllowlist: undefined })
-  assert.equal(config.bearerToken, undefined)
+  assert.equal(config.bearerTokens, undefined)
   assert.equal(config.tls, undefined)
 })
 
@@ -25,6 +27,8 @@ test('sizes, lists and booleans are parsed', () => {
 test('every bad value is reported at once, naming the variable', () => {
   assert.throws(() => loadConfig({
     PORT: '99999',
+    HOOKS_PROBE_PORT: 'metrics',
+    HOOKS_DATABASE_CHECK_INTERVAL: '0',
     LOG_LEVEL: 'loud',
     PG_SCHEMA: 'Public; drop',
     PG_TABLE_ALLOWLIST: 'ok,"bad"',
@@ -33,8 +37,8 @@ test('every bad value is reported at once, naming the variable', () => {
     HOOKS_TLS_CLIENT_CA: '/tmp/ca.pem'
   }), (error: unknown) => {
     assert.ok(error instanceof ConfigError)
-    assert.equal(error.problems.length, 6)
-    for (const name of ['PORT', 'LOG_LEVEL', 'PG_SCHEMA', 'PG_TABLE_ALLOWLIST', 'PG_AUTO_CREATE_TABLES', 'HOOKS_TLS_CERT and HOOKS_TLS_KEY']) {
+    assert.equal(error.problems.length, 8)
+    for (const name of ['PORT', 'HOOKS_PROBE_PORT', 'HOOKS_DATABASE_CHECK_INTERVAL', 'LOG_LEVEL', 'PG_SCHEMA', 'PG_TABLE_ALLOWLIST', 'PG_AUTO_CREATE_TABLES', 'HOOKS_TLS_CERT and HOOKS_TLS_KEY']) {
       assert.match(error.message, new RegExp(name))
     }
     return true
@@ -51,4 +55,9 @@ test('PG_HOOK_DEADLINE: seconds, 6 by default, and below the webhook timeout of 
       return true
     }, raw)
   }
+})
+
+test('the probe port must differ from the hook port', () => {
+  assert.throws(() => loadConfig({ PORT: '9000', HOOKS_PROBE_PORT: '9000' }), /HOOKS_PROBE_PORT=9000 is PORT too/)
+  assert.equal(loadConfig({ PORT: '0', HOOKS_PROBE_PORT: '0' }).probePort, 0, 'two ports the system picks are two ports')
 })

@@ -1,24 +1,43 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
 import fc from 'fast-check'
 import type pg from 'pg'
-import { hookNames } from '../hooks/controller.js'
+import { hookNames, type Controller } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
+import { CompositeResponseSchema, DecoratorResponseSchema } from '../hooks/wire/schemas.js'
 import { build } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
 
 /**
- * Property-based fuzzing of every hook: whatever arrives, the server answers 200, 400, 413 or 422, never 500,
- * and never crashes; every storable value reaches PostgreSQL byte for byte, as a parameter.
+ * Property-based fuzzing of every hook: whatever arrives, in the parent (its spec above all) or in any observed child,
+ * the server answers 200 (a valid v2 answer), 400, 413 or 422, never 500, and never crashes; every storable value
+ * reaches PostgreSQL byte for byte, as a parameter.
  */
 
 const ACCEPTABLE = [200, 400, 413, 422]
-const RUNS = 150
+const RUNS = 200
+
+type Json = Record<string, any>
+type Path = Array<string | number>
+type App = Awaited<ReturnType<typeof build>>['app']
+
+/** Stands for a value nested too deeply to build as an object (JSON.stringify would overflow the stack): spliced in as text. */
+const DEEP = '\u0000deep\u0000'
+
+/** JSON text nested `depth` levels deep: objects, arrays, or both in turn. */
+function deepJson (depth: number, shape: 'object' | 'array' | 'mixed'): string {
+  const open = shape === 'object' ? '{"a":' : shape === 'array' ? '[' : '{"a":['
+  const close = shape === 'object' ? '}' : shape === 'array' ? ']' : ']}'
+  const levels = shape === 'mixed' ? Math.ceil(depth / 2) : depth
+  return open.repeat(levels) + '1' + close.repeat(levels)
+}
 
 const hostileString = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 80 }),
   fc.string({ unit: 'binary-ascii', maxLength: 80 }),
-  fc.constantFrom("'; DROP TABLE students; --", '"x"', '$1', '%s %n', '\\', '\u0000', '\ud800', '__proto__', 'constructor', 'a'.repeat(63), 'a'.repeat(64), '🐘'.repeat(20)),
+  fc.constantFrom("'; DROP TABLE students; --", '"x"', '$1', '%s %n', '\\', '\u0000', '\ud800', '__proto__', 'constructor', 'a'.repeat(63), 'a'.repeat(64), '🐘'.repeat(20),
+    '', '0', '-1Gi', '9Ei', '100m', '1e999', 'Bound', 'Running', 'Failed'),
   fc.string({ minLength: 10_000, maxLength: 20_000 }).map((s) => s.repeat(10))
 )
 
@@ -28,61 +47,160 @@ const hostileValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     hostileString,
     fc.integer(),
     fc.double(),
+    fc.constantFrom(2 ** 53 + 2, 2 ** 63, -0, 1e300),
     fc.boolean(),
     fc.constant(null),
+    fc.constant(DEEP),
     fc.array(tie('value'), { maxLength: 4 }),
     fc.dictionary(fc.oneof(hostileString, fc.constantFrom('__proto__', 'constructor', 'prototype')), tie('value'), { maxKeys: 4 })
   )
 })).value
 
-async function post (app: Awaited<ReturnType<typeof build>>['app'], url: string, payload: string): Promise<number> {
+const responseSchemas = { composite: TypeCompiler.Compile(CompositeResponseSchema), decorator: TypeCompiler.Compile(DecoratorResponseSchema) }
+
+/** Posts `request` with every DEEP marker replaced by `deep`; checks the status, and that a 200 is a valid v2 answer. */
+async function post (app: App, controller: Controller, hook: string, request: unknown, deep = deepJson(20_000, 'mixed')): Promise<number> {
+  const payload = JSON.stringify(request).replaceAll(JSON.stringify(DEEP), deep)
+  const url = `/${controller.name}/${hook}`
   const response = await app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } })
   assert.ok(ACCEPTABLE.includes(response.statusCode), `${url} answered ${response.statusCode}: ${response.body.slice(0, 300)}`)
+  if (response.statusCode === 200) {
+    assert.ok(responseSchemas[controller.type].Check(response.json()), `${url} answered 200 with a body that is not a v2 answer: ${response.body.slice(0, 300)}`)
+  }
   return response.statusCode
 }
 
-const hookUrls = controllers.flatMap((c) => hookNames(c).map((hook) => `/${c.name}/${hook}`))
+/** Every path to a value inside `value`, nested objects and arrays included. */
+function pathsIn (value: unknown, prefix: Path = []): Path[] {
+  if (typeof value !== 'object' || value === null) return []
+  return Object.entries(value).flatMap(([key, inner]) => {
+    const path = [...prefix, Array.isArray(value) ? Number(key) : key]
+    return [path, ...pathsIn(inner, path)]
+  })
+}
+
+function setAt (root: Json, path: Path, value: unknown): void {
+  const parent = path.slice(0, -1).reduce<any>((object, key) => object[key], root)
+  parent[path[path.length - 1] as string | number] = value
+}
+
+/** The parent of a hook request: a composite's `parent`, a decorator's `object`. */
+const parentOf = (request: Json): Json => request.parent ?? request.object
+
+/** The observed objects of a request, each with its path: `children` (composites) or `attachments` (decorators). */
+function observedIn (request: Json): Array<{ kind: string, path: Path, object: Json }> {
+  const field = 'children' in request ? 'children' : 'attachments'
+  return Object.entries(request[field] as Record<string, Record<string, Json>>).flatMap(([group, objects]) =>
+    Object.entries(objects).map(([key, object]) => ({ kind: group, path: [field, group, key], object })))
+}
+
+const requests = new Map(controllers.map((c) => [c.name, requestFixtures(c.name)]))
+
+function requestOf (controller: Controller, pick: number): Json {
+  const fixtures = requests.get(controller.name) ?? []
+  return structuredClone(fixtures[pick % fixtures.length]) as Json
+}
+
+const byName = new Map(controllers.map((c) => [c.name, c]))
+/** A controller by name: the arbitraries draw names, so that a counterexample stays readable. */
+const controllerNamed = (name: string): Controller => byName.get(name) as Controller
+
+/** Every kind of observed child in the fixtures, with the controller whose requests hold it. */
+const observedKinds = controllers.flatMap((controller) => {
+  const kinds = new Set((requests.get(controller.name) ?? []).flatMap((request) => observedIn(request).map((observed) => observed.kind)))
+  return [...kinds].map((kind) => ({ controller: controller.name, kind }))
+})
+
+test('the fixtures hold an observed child of every kind each composite controller owns', () => {
+  for (const controller of controllers) {
+    if (controller.type !== 'composite') continue
+    for (const child of controller.childResources) {
+      assert.ok(observedKinds.some((o) => o.controller === controller.name && o.kind.toLowerCase().startsWith(`${child.resource.slice(0, -1)}.`)), `${controller.name}: no fixture observes ${child.resource}`)
+    }
+  }
+})
 
 test('random JSON bodies never get a 500', async (t) => {
   const { app } = await build(t, { env: { PG_TABLE_ALLOWLIST: 'students' } })
-  await fc.assert(fc.asyncProperty(fc.constantFrom(...hookUrls), fc.jsonValue({ maxDepth: 6 }), async (url, body) => {
-    await post(app, url, JSON.stringify(body))
+  const hooks = controllers.flatMap((controller) => hookNames(controller).map((hook) => ({ controller: controller.name, hook })))
+  await fc.assert(fc.asyncProperty(fc.constantFrom(...hooks), fc.jsonValue({ maxDepth: 6 }), async ({ controller, hook }, body) => {
+    await post(app, controllerNamed(controller), hook, body)
   }), { numRuns: RUNS })
 })
 
-test('hook requests with hostile specs, metadata and children never get a 500', async (t) => {
+test('a hostile value anywhere in the parent (its spec, metadata or status) never gets a 500', async (t) => {
   const { app } = await build(t)
-  const requests = new Map(controllers.map((c) => [c.name, requestFixtures(c.name)]))
-  await fc.assert(fc.asyncProperty(
-    fc.constantFrom(...controllers),
-    fc.nat(),
-    fc.constantFrom('spec', 'spec-field', 'labels', 'name', 'status'),
-    hostileValue,
-    async (controller, pick, where, value) => {
-      const fixtures = requests.get(controller.name) ?? []
-      const request = structuredClone(fixtures[pick % fixtures.length]) as Record<string, any>
-      const parent = request.parent ?? request.object
-      if (where === 'spec') parent.spec = value
-      if (where === 'spec-field') {
-        const fields = Object.keys(parent.spec ?? {})
-        if (fields.length > 0) parent.spec[fields[0] as string] = value
-      }
-      if (where === 'labels') parent.metadata.labels = value
-      if (where === 'name') parent.metadata.name = value
-      if (where === 'status') parent.status = value
-      for (const hook of hookNames(controller)) {
-        await post(app, `/${controller.name}/${hook}`, JSON.stringify(request))
-      }
-    }
-  ), { numRuns: RUNS })
+  await fc.assert(fc.asyncProperty(fc.constantFrom(...byName.keys()), fc.nat(), fc.nat(), hostileValue, async (name, pick, where, value) => {
+    const controller = controllerNamed(name)
+    const request = requestOf(controller, pick)
+    const parent = parentOf(request)
+    // Half the time somewhere in the spec (the whole spec, one field, or deeper), else anywhere in the parent.
+    const inSpec = pathsIn(parent.spec).map((path) => ['spec', ...path])
+    const targets: Path[] = where % 2 === 0 ? [['spec'], ...inSpec] : [['spec'], ['status'], ['metadata', 'labels'], ['metadata', 'name'], ...pathsIn(parent)]
+    setAt(parent, targets[Math.floor(where / 2) % targets.length] as Path, value)
+    for (const hook of hookNames(controller)) await post(app, controller, hook, request)
+  }), { numRuns: RUNS })
 })
 
-test('deep nesting and prototype keys in a body are answered, not crashed on', async (t) => {
+test('a hostile value anywhere in an observed child, of every kind, never gets a 500', async (t) => {
+  const { app } = await build(t)
+  await fc.assert(fc.asyncProperty(fc.constantFrom(...observedKinds), fc.nat(), fc.nat(), hostileValue, async ({ controller: name, kind }, pick, where, value) => {
+    const controller = controllerNamed(name)
+    const fixtures = (requests.get(controller.name) ?? []).filter((request) => observedIn(request).some((o) => o.kind === kind))
+    const request = structuredClone(fixtures[pick % fixtures.length]) as Json
+    const candidates = observedIn(request).filter((o) => o.kind === kind)
+    const child = candidates[where % candidates.length] as ReturnType<typeof observedIn>[number]
+    const targets: Path[] = [['spec'], ['status'], ...pathsIn(child.object)]
+    setAt(request, [...child.path, ...targets[Math.floor(where / candidates.length) % targets.length] as Path], value)
+    for (const hook of hookNames(controller)) await post(app, controller, hook, request)
+  }), { numRuns: RUNS })
+})
+
+test('nesting 20,000 levels deep anywhere in the parent\'s spec and three levels into every observed child\'s, 100,000 in whole specs and statuses, 1,000,000 in the parent\'s, is answered, not crashed on', async (t) => {
+  const { app } = await build(t)
+  type Nesting = Parameters<typeof deepJson>
+  const cases: Array<{ controller: Controller, request: Json, path: Path, depths: Nesting[] }> = []
+  const depthsAt = (path: Path, parent: boolean): Nesting[] =>
+    path.length > 1 ? [[20_000, 'mixed']] : parent ? [[100_000, 'object'], [1_000_000, 'array']] : [[100_000, 'object']]
+  const within = (object: Json | undefined, levels = Infinity): Path[] =>
+    [['spec'], ['status'], ...pathsIn(object?.spec).filter((path) => path.length <= levels).map((path) => ['spec', ...path])]
+  for (const controller of controllers) {
+    const request = requestOf(controller, 0)
+    const field = 'parent' in request ? 'parent' : 'object'
+    for (const path of within(request[field])) cases.push({ controller, request, path: [field, ...path], depths: depthsAt(path, true) })
+  }
+  for (const { controller: name, kind } of observedKinds) {
+    const controller = controllerNamed(name)
+    const request = (requests.get(controller.name) ?? []).find((r) => observedIn(r).some((o) => o.kind === kind)) as Json
+    const child = observedIn(request).find((o) => o.kind === kind) as ReturnType<typeof observedIn>[number]
+    for (const path of within(child.object, 3)) cases.push({ controller, request, path: [...child.path, ...path], depths: depthsAt(path, false) })
+  }
+  let calls = 0
+  for (const { controller, request, path, depths } of cases) {
+    const mutated = structuredClone(request)
+    setAt(mutated, path, DEEP)
+    for (const nesting of depths) {
+      for (const hook of hookNames(controller)) {
+        await post(app, controller, hook, mutated, deepJson(...nesting))
+        calls++
+      }
+    }
+  }
+  t.diagnostic(`${calls} deeply nested requests, at ${cases.length} places, all answered without a 500`)
+})
+
+test('prototype keys in a body are refused, not obeyed', async (t) => {
   const { app } = await build(t)
   const text = JSON.stringify(fixture('postgres-writer', 'sync-create'))
-  const deep = '{"a":'.repeat(50_000) + '1' + '}'.repeat(50_000)
-  assert.equal(await post(app, '/postgres-writer/sync', text.replace('"spec":{', `"spec":{"deep":${deep},`)), 200)
-  assert.equal(await post(app, '/postgres-writer/sync', text.replace('"metadata":{', '"metadata":{"__proto__":{"polluted":true},')), 400)
+  for (const [where, from, to] of [
+    ['metadata', '"metadata":{', '"metadata":{"__proto__":{"polluted":true},'],
+    ['the spec', '"spec":{"table"', '"spec":{"__proto__":{"polluted":true},"table"']
+  ] as const) {
+    const payload = text.replace(from, to)
+    assert.notEqual(payload, text)
+    const response = await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload, headers: { 'content-type': 'application/json' } })
+    assert.equal(response.statusCode, 400, where)
+  }
   assert.equal(({} as Record<string, unknown>).polluted, undefined)
 })
 

@@ -20,40 +20,61 @@ test('the hook Deployment is hardened as SPEC §5 asks', async () => {
   assert.deepEqual(container.securityContext, { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, privileged: false, capabilities: { drop: ['ALL'] } })
   assert.equal(container.livenessProbe.httpGet.path, '/healthz')
   assert.equal(container.readinessProbe.httpGet.path, '/readyz')
+  // Probes go to the plain-HTTP probe port, which answers without a client certificate when the hook port asks for one.
+  const env = Object.fromEntries(container.env.map((e: any) => [e.name, e.value]))
+  const ports = Object.fromEntries(container.ports.map((p: any) => [p.name, p.containerPort]))
+  assert.deepEqual(ports, { http: Number(env.PORT), probes: Number(env.HOOKS_PROBE_PORT) })
+  for (const probe of [container.livenessProbe, container.readinessProbe]) assert.equal(probe.httpGet.port, 'probes')
+  assert.equal(deployment.spec.template.metadata.annotations['prometheus.io/port'], env.HOOKS_PROBE_PORT)
   for (const kind of ['requests', 'limits']) assert.ok(container.resources[kind].cpu !== undefined && container.resources[kind].memory !== undefined, kind)
   assert.ok(pod.terminationGracePeriodSeconds > Number(container.env.find((e: any) => e.name === 'HOOKS_SHUTDOWN_TIMEOUT').value) + container.lifecycle.preStop.sleep.seconds)
   const service = await load('server/service.yaml')
   assert.equal(service.metadata.name, HOOK_SERVICE.name)
   assert.equal(service.metadata.namespace, HOOK_SERVICE.namespace)
+  assert.deepEqual(service.spec.ports.map((p: any) => [p.name, p.targetPort]), [['http', 'http'], ['probes', 'probes']])
   assert.equal(service.spec.ports[0].port, HOOK_SERVICE.port)
 })
 
-test('the NetworkPolicy admits only Metacontroller\'s namespace and metrics scrapers, and lets out only DNS and PostgreSQL', async () => {
+test('the NetworkPolicy admits only Metacontroller\'s namespace to the hooks and metrics scrapers to the probe port, and lets out only DNS and PostgreSQL', async () => {
   const policy = await load('server/network-policy.yaml')
   assert.deepEqual(policy.spec.policyTypes, ['Ingress', 'Egress'])
-  assert.deepEqual(policy.spec.ingress.flatMap((rule: any) => rule.from.map((from: any) => from.namespaceSelector.matchLabels)), [
-    { 'kubernetes.io/metadata.name': 'metacontroller' },
-    { 'metacontroller-hooks/metrics-scraper': 'true' }
+  assert.deepEqual(policy.spec.ingress.map((rule: any) => [rule.from.map((from: any) => from.namespaceSelector.matchLabels), rule.ports.map((p: any) => p.port)]), [
+    [[{ 'kubernetes.io/metadata.name': 'metacontroller' }], ['http']],
+    [[{ 'metacontroller-hooks/metrics-scraper': 'true' }], ['probes']]
   ])
   assert.deepEqual(policy.spec.egress.flatMap((rule: any) => rule.ports.map((p: any) => p.port)), [53, 53, 5432])
 })
 
-test('every file of manifests/server is in its kustomization; secrets hold example values only', async () => {
-  const kustomization = await load('server/kustomization.yaml')
-  const files = (await readdir(join(root, 'server'))).filter((f) => f !== 'kustomization.yaml').sort()
-  assert.deepEqual([...kustomization.resources].sort(), files)
+test('every file of manifests/server and manifests/postgres is in its kustomization, with the namespace; secrets hold example values only', async () => {
+  for (const folder of ['server', 'postgres']) {
+    const kustomization = await load(`${folder}/kustomization.yaml`)
+    const files = (await readdir(join(root, folder))).filter((f) => f !== 'kustomization.yaml').sort()
+    // Either can be applied first on a fresh cluster.
+    assert.deepEqual([...kustomization.resources].sort(), ['../namespace', ...files], folder)
+  }
+  assert.deepEqual((await load('namespace/kustomization.yaml')).resources, ['namespace.yaml'])
+  assert.equal((await load('namespace/namespace.yaml')).metadata.name, HOOK_SERVICE.namespace)
   assert.match((await load('server/database-secret.yaml')).stringData.DATABASE_URL, /change-me/)
   assert.equal((await load('postgres/secret.yaml')).stringData.POSTGRES_PASSWORD, 'change-me')
 })
 
-test('the bearer-token overlay points Metacontroller and the server at the same secret', async () => {
+test('the bearer-token overlay carries no token; Metacontroller sends the Secret\'s token, and the server reads the accepted ones from a mounted file', async () => {
+  const overlay = await readdir(join(root, 'overlays', 'bearer-token'))
+  for (const file of overlay) assert.doesNotMatch(await readFile(join(root, 'overlays', 'bearer-token', file), 'utf8'), /^kind: Secret$/m, file)
   const [endpoint] = (await load('overlays/bearer-token/endpoint-config.yaml'))[0].value
-  const [env] = [(await load('overlays/bearer-token/server-token.yaml'))[0].value]
-  const secret = await load('overlays/bearer-token/token-secret.yaml')
   assert.equal(endpoint.host, `${HOOK_SERVICE.name}.${HOOK_SERVICE.namespace}`)
-  assert.deepEqual(endpoint.authorization.secretRef, { name: secret.metadata.name, namespace: secret.metadata.namespace, key: 'token' })
-  assert.equal(env.name, 'HOOKS_BEARER_TOKEN')
-  assert.deepEqual(env.valueFrom.secretKeyRef, { name: secret.metadata.name, key: 'token' })
+  const { name, namespace, key } = endpoint.authorization.secretRef
+  assert.deepEqual({ namespace, key }, { namespace: HOOK_SERVICE.namespace, key: 'token' })
+
+  const deployment = await load('overlays/bearer-token/server-token.yaml')
+  assert.equal(deployment.metadata.namespace, namespace)
+  const pod = deployment.spec.template.spec
+  const [volume] = pod.volumes
+  assert.deepEqual(volume.secret, { secretName: name, items: [{ key: 'accepted', path: 'tokens' }] })
+  const [container] = pod.containers
+  const mount = container.volumeMounts.find((m: any) => m.name === volume.name)
+  assert.equal(mount.subPath, undefined, 'a subPath mount never sees the Secret change')
+  assert.deepEqual(container.env, [{ name: 'HOOKS_BEARER_TOKEN_FILE', value: `${mount.mountPath}/tokens` }])
 })
 
 test('each controller has its original sample in manifests/examples, and the hook accepts its spec', async () => {

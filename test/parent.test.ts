@@ -5,6 +5,7 @@ import { hookNames, type Controller } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
 import { build } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
+import { edgeResources, refusedResources, resourceJson } from './helpers/refused-resources.js'
 
 type Json = Record<string, any>
 
@@ -91,4 +92,41 @@ test('a name that is no DNS subdomain, or a namespace that is no DNS label, gets
   }
   const tables = await (pool as pg.Pool).query('SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1', [schema])
   assert.equal(tables.rowCount, 0, 'no table was created, so no row was written')
+})
+
+/** A sync request about `resource` (JSON text, so that a literal stays exact), as Metacontroller would send it. */
+function syncAbout (controller: Controller, resource: string): string {
+  const parent = { metadata: { namespace: 'default', uid: '4f1c0e4e-1d2b-4c39-9c55-2f4b8f0d7a11', generation: 1 } }
+  return JSON.stringify(requestFor(controller, parent)).replace(JSON.stringify(parent), resource)
+}
+
+const controllerNamed = (name: string): Controller => controllers.find((c) => c.name === name) as Controller
+
+test('every resource the CRDs refuse at kubectl apply, the hook refuses too, saying why: its second line of defence', async (t) => {
+  const { app } = await build(t)
+  for (const refused of refusedResources) {
+    const controller = controllerNamed(refused.controller)
+    const where = `${refused.controller}: ${refused.what}`
+    const payload = syncAbout(controller, resourceJson(refused, { namespace: 'default', uid: '4f1c0e4e-1d2b-4c39-9c55-2f4b8f0d7a11', generation: 1 }))
+    const response = await app.inject({ method: 'POST', url: `/${controller.name}/sync`, payload, headers: { 'content-type': 'application/json' } })
+    if (refused.hook.refusal === 422) {
+      assert.equal(response.statusCode, 422, `${where}: ${response.body.slice(0, 300)}`)
+      assert.match(response.json().message, refused.hook.message, where)
+    } else {
+      const ready = response.json().status.conditions[0]
+      assert.deepEqual([response.statusCode, ready.status, ready.reason], [200, 'False', refused.hook.refusal], where)
+      assert.match(ready.message, refused.hook.message, where)
+    }
+  }
+})
+
+test('every resource at the edge of what the CRDs accept, the hook accepts too', async (t) => {
+  const { app } = await build(t)
+  for (const edge of edgeResources) {
+    const controller = controllerNamed(edge.controller)
+    const resource = { ...edge.resource, metadata: { ...edge.resource.metadata, namespace: 'default', uid: '4f1c0e4e-1d2b-4c39-9c55-2f4b8f0d7a11', generation: 1 } }
+    const response = await app.inject({ method: 'POST', url: `/${controller.name}/sync`, payload: syncAbout(controller, JSON.stringify(resource)), headers: { 'content-type': 'application/json' } })
+    assert.equal(response.statusCode, 200, `${edge.controller}: ${edge.what}: ${response.body.slice(0, 300)}`)
+    assert.doesNotMatch(response.json().status.conditions[0].reason, /^Invalid/, `${edge.controller}: ${edge.what}`)
+  }
 })

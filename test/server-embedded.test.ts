@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
 import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { developmentDataDir, freePort } from '../hooks/database/embedded.js'
+import { spawnServer, type ServerProcess } from './helpers/server-process.js'
 
 /**
  * `npm start` without a database configured: the server's own embedded PostgreSQL, in real processes. Each test
@@ -16,9 +16,9 @@ import { developmentDataDir, freePort } from '../hooks/database/embedded.js'
 const root = join(import.meta.dirname, '..')
 const tsx = import.meta.resolve('tsx')
 
-/** The environment without any database setting, as on a fresh machine (and not marked as inside a test run). */
-function withoutDatabase (): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([name]) => !['DATABASE_URL', 'NODE_TEST_CONTEXT'].includes(name) && !/^(PSQL_|PG)/.test(name)))
+/** Removes every database setting, as on a fresh machine, and the mark of a test run. */
+function withoutDatabase (): Record<string, undefined> {
+  return Object.fromEntries(Object.keys(process.env).filter((name) => ['DATABASE_URL', 'NODE_TEST_CONTEXT'].includes(name) || /^(PSQL_|PG)/.test(name)).map((name) => [name, undefined]))
 }
 
 /** A folder the server runs in as in a checkout; it and the server's development database are removed afterwards. */
@@ -31,41 +31,23 @@ async function checkout (t: TestContext): Promise<string> {
   return dir
 }
 
-interface Server {
-  process: ChildProcess
-  port: number
-  output: () => string
-  exited: Promise<number | null>
-}
-
-async function startServer (t: TestContext, cwd: string, env: NodeJS.ProcessEnv = {}, entry = join(root, 'hooks', 'server.ts')): Promise<Server> {
-  const port = await freePort()
-  const child = spawn(process.execPath, ['--import', tsx, entry], {
-    cwd,
-    env: { ...withoutDatabase(), PORT: String(port), HOST: '127.0.0.1', ...env },
-    stdio: ['ignore', 'pipe', 'pipe']
-  })
-  t.after(() => { child.kill('SIGKILL') })
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => { resolve(code) }))
-  return { process: child, port, output: () => output, exited }
-}
-
-async function waitForLog (server: Server, text: string, timeoutMs = 60_000): Promise<void> {
-  for (let waited = 0; !server.output().includes(text); waited += 50) {
-    if (waited > timeoutMs) throw new Error(`server never logged ${JSON.stringify(text)}:\n${server.output()}`)
-    await sleep(50)
-  }
+/** The server started in `cwd` on a free port, without waiting for it; stopped when the test ends. */
+async function startIn (t: TestContext, cwd: string, env: Record<string, string> = {}, entry?: string): Promise<ServerProcess> {
+  const server = spawnServer({ cwd, entry, port: await freePort(), env: { ...withoutDatabase(), ...env } })
+  t.after(async () => { await server.stop() })
+  return server
 }
 
 function postmasterPid (cwd: string): number {
   return Number(readFileSync(join(developmentDataDir(cwd), 'postmaster.pid'), 'utf8').split('\n')[0])
 }
 
-async function readyz (server: Server): Promise<number> {
-  return (await fetch(`http://127.0.0.1:${server.port}/readyz`)).status
+async function readyz (server: ServerProcess): Promise<number> {
+  return (await fetch(`${server.url}/readyz`)).status
+}
+
+async function databaseState (server: ServerProcess): Promise<string | undefined> {
+  return ((await (await fetch(`${server.url}/readyz`)).json()) as { database?: { status?: string } }).database?.status
 }
 
 // A server that never exits fails its test instead of hanging the run.
@@ -73,8 +55,8 @@ const timeout = 120_000
 
 test('SIGTERM with the embedded database: the server keeps listening for HOOKS_SHUTDOWN_DELAY, logs "stopped", exits 0 and stops PostgreSQL', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = await startServer(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1' })
-  await waitForLog(server, 'hook server ready')
+  const server = await startIn(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1' })
+  await server.logged('hook server ready')
   const started = performance.now()
   server.process.kill('SIGTERM')
   assert.equal(await server.exited, 0, server.output())
@@ -86,11 +68,12 @@ test('SIGTERM with the embedded database: the server keeps listening for HOOKS_S
 
 test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the loss and exits 0 within a few seconds', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = await startServer(t, cwd)
-  await waitForLog(server, 'hook server ready')
+  const server = await startIn(t, cwd)
+  await server.logged('hook server ready')
   process.kill(postmasterPid(cwd), 'SIGKILL')
-  await waitForLog(server, 'the embedded PostgreSQL stopped (killed by SIGKILL)')
-  assert.equal(await readyz(server), 503)
+  await server.logged('the embedded PostgreSQL stopped (killed by SIGKILL)')
+  assert.equal(await readyz(server), 200, 'still ready: only PostgresWriter needs the database, and it says so in its status')
+  assert.equal(await databaseState(server), 'down')
   const started = performance.now()
   server.process.kill('SIGINT')
   assert.equal(await server.exited, 0, server.output())
@@ -101,14 +84,14 @@ test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the
 
 test('a second server in the same checkout names the first one\'s pid, exits 1, and leaves the first one\'s PostgreSQL running', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const first = await startServer(t, cwd)
-  await waitForLog(first, 'hook server ready')
+  const first = await startIn(t, cwd)
+  await first.logged('hook server ready')
 
-  const second = await startServer(t, cwd)
+  const second = await startIn(t, cwd)
   assert.equal(await second.exited, 1, second.output())
   const lines = second.output().trim().split('\n')
   assert.equal(lines.length, 1, second.output())
-  assert.match(lines[0] ?? '', new RegExp(`belongs to the hook server with pid ${first.process.pid}, which is still running`))
+  assert.match(lines[0] ?? '', new RegExp(`belongs to the hook server with pid ${first.pid}, which is still running`))
   assert.equal(await readyz(first), 200, 'the first server and its PostgreSQL still answer')
 })
 
@@ -117,7 +100,7 @@ test('an embedded PostgreSQL that cannot start stops the server with one line an
   const dataDir = developmentDataDir(cwd)
   await mkdir(dataDir, { recursive: true })
   await writeFile(join(dataDir, 'PG_VERSION'), '9.6\n')
-  const server = await startServer(t, cwd)
+  const server = await startIn(t, cwd)
   assert.equal(await server.exited, 1, server.output())
   const lines = server.output().trim().split('\n')
   assert.equal(lines.length, 1, server.output())
@@ -142,8 +125,8 @@ test('a checkout in a folder only root may enter: the server reaches ready and t
   const linked = spawnSync('cp', ['-al', join(root, 'node_modules'), join(copy, 'node_modules')])
   if (linked.status !== 0) await cp(join(root, 'node_modules'), join(copy, 'node_modules'), { recursive: true, verbatimSymlinks: true })
 
-  const server = await startServer(t, copy, {}, join(copy, 'hooks', 'server.ts'))
-  await waitForLog(server, 'hook server ready')
+  const server = await startIn(t, copy, {}, join(copy, 'hooks', 'server.ts'))
+  await server.logged('hook server ready')
   assert.equal(await readyz(server), 200)
   server.process.kill('SIGTERM')
   assert.equal(await server.exited, 0, server.output())
@@ -158,7 +141,7 @@ test('a checkout in a folder only root may enter: the server reaches ready and t
       await client.end()
     })
   `)
-  const runner = spawnSync(process.execPath, ['--import', tsx, 'scripts/run-tests.ts', 'probe.test.ts'], { cwd: copy, env: withoutDatabase(), encoding: 'utf8', timeout: 100_000 })
+  const runner = spawnSync(process.execPath, ['--import', tsx, 'scripts/run-tests.ts', 'probe.test.ts'], { cwd: copy, env: { ...process.env, ...withoutDatabase() }, encoding: 'utf8', timeout: 100_000 })
   assert.equal(runner.status, 0, runner.stdout + runner.stderr)
   assert.match(runner.stdout, /tests use an embedded PostgreSQL/)
   assert.match(runner.stdout, /pass 1/)

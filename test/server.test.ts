@@ -6,14 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { testDatabaseUrl } from './helpers/app.js'
 import { fixturePath } from './helpers/fixtures.js'
-import { spawnServer, startServer, type ServerProcess } from './helpers/server-process.js'
-
-async function waitForLog (server: ServerProcess, text: string, timeoutMs = 20_000): Promise<void> {
-  for (let waited = 0; !server.output().includes(text); waited += 50) {
-    if (waited > timeoutMs) throw new Error(`server never logged ${JSON.stringify(text)}:\n${server.output()}`)
-    await sleep(50)
-  }
-}
+import { spawnServer, startServer } from './helpers/server-process.js'
 
 test('SIGTERM: in-flight hooks complete, then the process exits 0', async (t) => {
   const schema = `test_${randomBytes(6).toString('hex')}`
@@ -37,7 +30,7 @@ test('SIGTERM: in-flight hooks complete, then the process exits 0', async (t) =>
   })
   await sleep(500)
   server.process.kill('SIGTERM')
-  await waitForLog(server, 'shutting down')
+  await server.logged('shutting down', 20_000)
   await sleep(300)
   await admin.query('COMMIT')
 

@@ -11,6 +11,7 @@ import { connectPostgres } from '../hooks/database/pool.js'
 import { testDatabaseUrl } from './helpers/app.js'
 import { generateCertificates, type CertificateSet } from './helpers/certificates.js'
 import { fixturePath } from './helpers/fixtures.js'
+import { startServer, waitForReadiness } from './helpers/server-process.js'
 
 interface Client { cert?: Buffer, key?: Buffer, token?: string }
 
@@ -68,6 +69,28 @@ test('HTTPS, mutual TLS and the bearer token together', async (t) => {
     'a certificate from another CA is refused'
   )
   assert.equal(await call(port, certificates, trusted, '/healthz'), 200)
+})
+
+test('mutual TLS on, a real server process: the kubelet and a scraper without a certificate get /healthz, /readyz and /metrics on the plain probe port, and nothing else there', async (t) => {
+  const certificates = generateCertificates()
+  t.after(() => { certificates.remove() })
+  // startServer waits for /healthz on the probe port over plain HTTP, as the kubelet's probe does.
+  const server = await startServer({
+    env: { DATABASE_URL: testDatabaseUrl(), HOOKS_TLS_CERT: certificates.serverCert, HOOKS_TLS_KEY: certificates.serverKey, HOOKS_TLS_CLIENT_CA: certificates.caCert }
+  })
+  t.after(async () => { await server.stop() })
+  const probeUrl = server.probeUrl as string
+
+  // /readyz answers at once; the database's first check may take a moment on a busy machine.
+  await waitForReadiness(server, 200, 30_000, 'up')
+  const metrics = await fetch(`${probeUrl}/metrics`)
+  assert.equal(metrics.status, 200)
+  assert.match(await metrics.text(), /^metacontroller_hooks_database_up 1$/m)
+
+  const hook = await fetch(`${probeUrl}/postgres-writer/sync`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })
+  assert.equal(hook.status, 404, 'the probe port serves no hook: mutual TLS cannot be bypassed through it')
+  await assert.rejects(call(server.port, certificates, {}, '/healthz'), 'the hook port still refuses a client without a certificate, even for /healthz')
+  assert.equal(await call(server.port, certificates, { cert: certificates.read(certificates.clientCert), key: certificates.read(certificates.clientKey) }, '/healthz'), 200)
 })
 
 test('HTTPS without a client CA serves any TLS client, and plain HTTP is not answered', async (t) => {

@@ -44,6 +44,12 @@ export interface VolumePlan {
   refusedShrinks: KeptSize[]
   /** Claims that request less than dbSize but are not bound yet: they grow once bound. */
   pendingResizes: KeptSize[]
+  /**
+   * Claims whose requested storage is not a quantity (`requested` says what it is instead). No API server stores
+   * such a claim, so only a hand-made request has one; it is asked for dbSize, which the API server refuses if that
+   * would make a bound claim smaller, so no volume shrinks either way.
+   */
+  unreadableSizes: KeptSize[]
   /** The largest size a claim is requested at (dbSize when there is no claim). */
   volumeSize: string
 }
@@ -60,13 +66,18 @@ function claimOrdinal (statefulSetName: string, name: string): number | undefine
   return /^(0|[1-9]\d{0,8})$/.test(suffix) ? Number(suffix) : undefined
 }
 
-function observedRequest (claim: ObservedClaim): { text: string, quantity: Quantity } {
-  const text: unknown = claim.spec?.resources?.requests?.storage
-  const quantity = typeof text === 'string' ? parseQuantity(text) : undefined
-  if (typeof text !== 'string' || quantity === undefined) {
-    throw new Error(`PersistentVolumeClaim ${claim.metadata.name} requests storage ${JSON.stringify(text)}, which is not a quantity`)
-  }
-  return { text, quantity }
+/** The claim's `spec.resources.requests.storage`, or what it holds instead of a quantity, in words. */
+function observedRequest (claim: ObservedClaim): { text: string, quantity: Quantity } | { unreadable: string } {
+  const value: unknown = claim.spec?.resources?.requests?.storage
+  const quantity = typeof value === 'string' ? parseQuantity(value) : undefined
+  return typeof value === 'string' && quantity !== undefined ? { text: value, quantity } : { unreadable: inWords(value) }
+}
+
+function inWords (value: unknown): string {
+  if (value === undefined) return 'nothing'
+  if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)
+  if (typeof value !== 'object' || value === null) return String(value)
+  return Array.isArray(value) ? 'an array' : 'an object'
 }
 
 function isBound (claim: ObservedClaim): boolean {
@@ -93,6 +104,7 @@ export function planVolumes (
   const claims: ClaimPlan[] = []
   const refusedShrinks: KeptSize[] = []
   const pendingResizes: KeptSize[] = []
+  const unreadableSizes: KeptSize[] = []
   let largest: DesiredSize | undefined
   for (const ordinal of [...ordinals].sort((a, b) => a - b)) {
     const name = claimName(statefulSetName, ordinal)
@@ -100,16 +112,20 @@ export function planVolumes (
     let size = db.size
     let storageClassName = db.storageClassName
     if (observed !== undefined) {
-      const request = observedRequest(observed)
-      const comparison = compareQuantities(request.quantity, db.size.quantity)
-      // A tie keeps the observed string: the claim stays byte for byte as it is.
-      if (comparison >= 0 || !isBound(observed)) size = request
-      if (comparison > 0) refusedShrinks.push({ name, requested: request.text })
-      if (comparison < 0 && !isBound(observed)) pendingResizes.push({ name, requested: request.text })
       storageClassName = observedStorageClassName(observed)
+      const request = observedRequest(observed)
+      if ('unreadable' in request) {
+        unreadableSizes.push({ name, requested: request.unreadable })
+      } else {
+        const comparison = compareQuantities(request.quantity, db.size.quantity)
+        // A tie keeps the observed string: the claim stays byte for byte as it is.
+        if (comparison >= 0 || !isBound(observed)) size = request
+        if (comparison > 0) refusedShrinks.push({ name, requested: request.text })
+        if (comparison < 0 && !isBound(observed)) pendingResizes.push({ name, requested: request.text })
+      }
     }
     if (largest === undefined || compareQuantities(size.quantity, largest.quantity) > 0) largest = size
     claims.push({ name, storage: size.text, storageClassName })
   }
-  return { dbSize: db.size.text, claims, refusedShrinks, pendingResizes, volumeSize: (largest ?? db.size).text }
+  return { dbSize: db.size.text, claims, refusedShrinks, pendingResizes, unreadableSizes, volumeSize: (largest ?? db.size).text }
 }

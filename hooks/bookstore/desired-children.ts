@@ -2,7 +2,8 @@ import type { Deployment, StatefulSet } from 'kubernetes-types/apps/v1.js'
 import type { Container, PersistentVolumeClaim, Service } from 'kubernetes-types/core/v1.js'
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js'
 import type { ParentMetadata } from '../parent.js'
-import { recommendedLabels } from '../wire/objects.js'
+import { HookError } from '../errors.js'
+import { MAX_OBSERVED_DEPTH, nestsDeeperThan, recommendedLabels } from '../wire/objects.js'
 import type { KubernetesObject } from '../wire/schemas.js'
 import { CLAIM_TEMPLATE_NAME, type ClaimPlan, type VolumePlan } from './claims.js'
 import type { BookStoreSpec } from './resource.js'
@@ -70,7 +71,12 @@ function sortedKeys<T> (value: T): T {
  */
 function claimTemplates (parent: ParentMetadata, spec: BookStoreSpec, volumes: VolumePlan, observed: ObservedStatefulSet | undefined): PersistentVolumeClaim[] {
   const observedTemplates = observed?.spec?.volumeClaimTemplates
-  if (Array.isArray(observedTemplates)) return structuredClone(observedTemplates)
+  if (Array.isArray(observedTemplates)) {
+    if (nestsDeeperThan(observedTemplates, MAX_OBSERVED_DEPTH)) {
+      throw new HookError(400, `children: StatefulSet ${observed?.metadata.name}'s spec.volumeClaimTemplates nest more than ${MAX_OBSERVED_DEPTH} levels deep, which no API server stores; send the children as Metacontroller observes them`)
+    }
+    return structuredClone(observedTemplates)
+  }
   const { storageClassName } = spec.bookDB
   return [sortedKeys({
     apiVersion: 'v1',

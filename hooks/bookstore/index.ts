@@ -9,10 +9,10 @@ export const bookStore: CompositeController<typeof bookStoreResource> = {
   resource: bookStoreResource,
   needs: [],
   childResources: [
-    { apiVersion: 'v1', resource: 'services', updateStrategy: 'InPlace' },
-    { apiVersion: 'apps/v1', resource: 'statefulsets', updateStrategy: 'InPlace' },
-    { apiVersion: 'v1', resource: 'persistentvolumeclaims', updateStrategy: 'InPlace' },
-    { apiVersion: 'apps/v1', resource: 'deployments', updateStrategy: 'InPlace' }
+    { apiVersion: 'v1', kind: 'Service', resource: 'services', updateStrategy: 'InPlace' },
+    { apiVersion: 'apps/v1', kind: 'StatefulSet', resource: 'statefulsets', updateStrategy: 'InPlace' },
+    { apiVersion: 'v1', kind: 'PersistentVolumeClaim', resource: 'persistentvolumeclaims', updateStrategy: 'InPlace' },
+    { apiVersion: 'apps/v1', kind: 'Deployment', resource: 'deployments', updateStrategy: 'InPlace' }
   ],
   hooks: { sync: syncBookStore }
 }

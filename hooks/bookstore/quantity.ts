@@ -12,7 +12,8 @@ export interface Quantity {
   format: QuantityFormat
 }
 
-const SYNTAX = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei)|([numkMGTPE])|[eE]([+-]?\d{1,3}))?$/
+/** A quantity as Kubernetes writes one; the same text as an RE2 pattern, so the CRD checks the syntax the hook reads. */
+export const QUANTITY_SYNTAX = /^([+-]?)(\d+(?:\.\d*)?|\.\d+)(?:(Ki|Mi|Gi|Ti|Pi|Ei)|([numkMGTPE])|[eE]([+-]?\d{1,3}))?$/
 const BINARY_POWERS: Record<string, number> = { Ki: 1, Mi: 2, Gi: 3, Ti: 4, Pi: 5, Ei: 6 }
 const DECIMAL_EXPONENTS: Record<string, number> = { n: -9, u: -6, m: -3, k: 3, M: 6, G: 9, T: 12, P: 15, E: 18 }
 const BINARY_SUFFIXES = ['', 'Ki', 'Mi', 'Gi', 'Ti', 'Pi', 'Ei']
@@ -23,7 +24,7 @@ export const MAX_BYTES = 2n ** 63n - 1n
 
 /** Parses a quantity as Kubernetes does; undefined when it is not one. */
 export function parseQuantity (text: string): Quantity | undefined {
-  const match = SYNTAX.exec(text)
+  const match = QUANTITY_SYNTAX.exec(text)
   if (match === null) return undefined
   const [, sign, number = '', binary, decimal, exponent] = match
   const [whole = '', fraction = ''] = number.split('.')
@@ -45,9 +46,15 @@ export function parseQuantity (text: string): Quantity | undefined {
   return { nanos: sign === '-' ? -nanos : nanos, format }
 }
 
-/** The value in whole bytes, or undefined when it has a fraction of a byte. */
-export function wholeBytes (quantity: Quantity): bigint | undefined {
-  return quantity.nanos % NANOS_PER_UNIT === 0n ? quantity.nanos / NANOS_PER_UNIT : undefined
+/** The value in whole bytes, a fraction of a byte rounded up (as storage is allocated: never less than asked). */
+export function bytesRoundedUp (quantity: Quantity): bigint {
+  const whole = quantity.nanos / NANOS_PER_UNIT
+  return quantity.nanos % NANOS_PER_UNIT > 0n ? whole + 1n : whole
+}
+
+/** The quantity of a whole number of bytes, in `format`. */
+export function ofBytes (bytes: bigint, format: QuantityFormat): Quantity {
+  return { nanos: bytes * NANOS_PER_UNIT, format }
 }
 
 export function compareQuantities (a: Quantity, b: Quantity): number {

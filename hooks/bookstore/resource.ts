@@ -1,8 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { customResource } from '../custom-resource.js'
-
-/** The pattern Kubernetes itself publishes for resource quantities (as controller-gen writes it for a Quantity). */
-export const QUANTITY_PATTERN = '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$'
+import { applyRules, celString, customResource, VISIBLE_ASCII, type ApplyRule } from '../custom-resource.js'
+import { MAX_BYTES, QUANTITY_SYNTAX } from './quantity.js'
 
 /** Every BookStore's StatefulSet is `<name>-mongodb`: its Pods' controller-revision-hash label must stay within 63 characters. */
 const MAX_NAME_LENGTH = 44
@@ -10,7 +8,7 @@ const MAX_NAME_LENGTH = 44
 /** Each database replica adds a claim to every answer; a MongoDB replica set has at most 50 members. */
 export const MAX_DB_REPLICAS = 50
 
-const ImageRepositorySchema = (options: { description: string, default?: string }) => Type.String({ minLength: 1, pattern: '^\\S+$', ...options })
+const ImageRepositorySchema = (options: { description: string, default?: string }) => Type.String({ minLength: 1, pattern: `^${VISIBLE_ASCII}+$`, ...options })
 
 const ImageTagSchema = Type.String({
   pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$',
@@ -37,6 +35,29 @@ export const BookAppSchema = Type.Object({
   })
 })
 
+/**
+ * What `bookDB.dbSize` accepts, each rule with its message: the API server checks them at apply time, and the hook
+ * checks the same (bookstore/sync.ts) and answers the same message. A fraction of a byte rounds up.
+ */
+export const DB_SIZE_RULES = {
+  quantity: {
+    rule: `type(self) == int || self.matches(${celString(QUANTITY_SYNTAX.source)})`,
+    message: 'must be a size such as 1Gi, 500Mi or 2G: a number with an optional suffix (Ki, Mi, Gi, Ti, Pi, Ei, k, M, G, T, P, E)'
+  },
+  exactNumber: {
+    rule: `type(self) != int || self <= ${Number.MAX_SAFE_INTEGER}`,
+    message: `a plain number of bytes must be at most ${Number.MAX_SAFE_INTEGER} (2^53 - 1), beyond which JSON numbers are not read exactly: write a larger size with a suffix, such as 8Pi`
+  },
+  atLeastOneByte: {
+    rule: "!isQuantity(string(self)) || !quantity(string(self)).isLessThan(quantity('1'))",
+    message: 'must be at least one byte'
+  },
+  belowMaximum: {
+    rule: `!isQuantity(string(self)) || quantity(string(self)).isLessThan(quantity('${MAX_BYTES}'))`,
+    message: `must be less than 8Ei (${MAX_BYTES} bytes), the most a Kubernetes quantity holds`
+  }
+} satisfies Record<string, ApplyRule>
+
 export const BookDBSchema = Type.Object({
   repository: ImageRepositorySchema({ description: 'Image repository of the database.', default: 'mongo' }),
   tag: ImageTagSchema,
@@ -45,7 +66,7 @@ export const BookDBSchema = Type.Object({
   port: PortSchema('Port MongoDB listens on (passed to mongod as --port).', 27017),
   dbSize: Type.Union([Type.Integer(), Type.String()], {
     'x-kubernetes-int-or-string': true,
-    pattern: QUANTITY_PATTERN,
+    ...applyRules(...Object.values(DB_SIZE_RULES)),
     default: '1Gi',
     description: 'Size of each database volume (a quantity such as 1Gi). Raising it resizes the claims; volumes never shrink.'
   }),

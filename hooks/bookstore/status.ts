@@ -55,6 +55,15 @@ function volumeConditions (spec: BookStoreSpec, volumes: VolumePlan): ConditionI
       message: `${dbSize} waits for claims to be bound, as Kubernetes resizes only bound claims: ${kept(volumes.pendingResizes)} for now`
     })
   }
+  if (volumes.unreadableSizes.length > 0) {
+    const unreadable = volumes.unreadableSizes.map((claim) => `${claim.name} requests ${claim.requested}`).join(', ')
+    conditions.push({
+      type: 'VolumeSizeUnknown',
+      status: 'True',
+      reason: 'ClaimSizeNotAQuantity',
+      message: `claims whose spec.resources.requests.storage is not a quantity, which no API server stores, are asked for ${dbSize}; Kubernetes refuses to make a bound claim smaller, so none shrinks: ${unreadable}`
+    })
+  }
   return conditions
 }
 

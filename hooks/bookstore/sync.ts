@@ -1,27 +1,31 @@
 import type { Deployment, StatefulSet } from 'kubernetes-types/apps/v1.js'
 import type { PersistentVolumeClaim } from 'kubernetes-types/core/v1.js'
 import type { HookContext } from '../controller.js'
+import type { ApplyRule } from '../custom-resource.js'
 import { unprocessableSpec, type HookError } from '../errors.js'
 import { observedByName } from '../wire/objects.js'
 import type { CompositeRequest, CompositeResponse } from '../wire/schemas.js'
 import { planVolumes, type DesiredSize } from './claims.js'
 import { childNames, desiredChildren } from './desired-children.js'
-import { canonicalBytes, MAX_BYTES, parseQuantity, wholeBytes } from './quantity.js'
-import { bookStoreResource, type BookStoreSpec } from './resource.js'
+import { bytesRoundedUp, canonicalBytes, compareQuantities, MAX_BYTES, ofBytes, parseQuantity } from './quantity.js'
+import { bookStoreResource, DB_SIZE_RULES, type BookStoreSpec } from './resource.js'
 import { bookStoreStatus } from './status.js'
 
 /** The pure core of BookStore: the desired children of a parent, from its spec and the claims it already has. */
 
+/** The size every claim is asked for at least, from dbSize; a 422 saying what DB_SIZE_RULES says, as the API server would. */
 function desiredSize (dbSize: BookStoreSpec['bookDB']['dbSize']): DesiredSize {
-  const problem = (detail: string): HookError => unprocessableSpec(bookStoreResource.kind, [`spec.bookDB.dbSize: ${JSON.stringify(dbSize)} ${detail}`])
-  if (typeof dbSize === 'number' && !Number.isSafeInteger(dbSize)) throw problem('is too large for a JSON number: write it with a suffix, e.g. 8Ti')
+  const problem = (rule: ApplyRule, value?: string): HookError =>
+    unprocessableSpec(bookStoreResource.kind, [`spec.bookDB.dbSize: ${value === undefined ? '' : `${value} `}${rule.message}`])
+  // JSON.parse has already rounded such a number: printing it would show another value than the one sent.
+  if (typeof dbSize === 'number' && !Number.isSafeInteger(dbSize)) throw problem(DB_SIZE_RULES.exactNumber)
+  const shown = JSON.stringify(dbSize)
   const quantity = parseQuantity(String(dbSize))
-  if (quantity === undefined) throw problem('is not a quantity: write a size such as 1Gi, 500Mi or 2G')
-  const bytes = wholeBytes(quantity)
-  if (quantity.nanos <= 0n) throw problem('must be larger than zero')
-  if (bytes === undefined) throw problem('is not a whole number of bytes')
-  if (bytes > MAX_BYTES) throw problem('is larger than a Kubernetes quantity can hold (8Ei)')
-  return { text: canonicalBytes(bytes, quantity.format), quantity }
+  if (quantity === undefined) throw problem(DB_SIZE_RULES.quantity, shown)
+  if (compareQuantities(quantity, ofBytes(1n, 'DecimalSI')) < 0) throw problem(DB_SIZE_RULES.atLeastOneByte, shown)
+  if (compareQuantities(quantity, ofBytes(MAX_BYTES, 'DecimalSI')) >= 0) throw problem(DB_SIZE_RULES.belowMaximum, shown)
+  const bytes = bytesRoundedUp(quantity)
+  return { text: canonicalBytes(bytes, quantity.format), quantity: ofBytes(bytes, quantity.format) }
 }
 
 export function syncBookStore (request: CompositeRequest, { parent, now }: HookContext<typeof bookStoreResource>): CompositeResponse {

@@ -11,7 +11,7 @@ export const podSet: CompositeController<typeof podSetResource> = {
   childResources: [
     // A pod's command (like most of its spec) cannot change once it exists, so InPlace would fail on every sync
     // after a spec change; Recreate deletes each pod whose applied spec differs, and the next sync creates it anew.
-    { apiVersion: 'v1', resource: 'pods', updateStrategy: 'Recreate' }
+    { apiVersion: 'v1', kind: 'Pod', resource: 'pods', updateStrategy: 'Recreate' }
   ],
   hooks: { sync: syncPodSet }
 }

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { customResource } from '../custom-resource.js'
+import { customResource, VISIBLE_ASCII } from '../custom-resource.js'
 
 export const DEFAULT_REPLICAS = 1
 export const DEFAULT_IMAGE = 'busybox'
@@ -16,7 +16,7 @@ export const PodSetSpecSchema = Type.Object({
     description: 'Number of pods, named <name>-pod-0 .. <name>-pod-<replicas-1>; a scale-down removes the highest ordinals.'
   }),
   image: Type.String({
-    pattern: '^\\S+$',
+    pattern: `^${VISIBLE_ASCII}+$`,
     default: DEFAULT_IMAGE,
     description: 'Image of the pods\' only container.'
   }),

@@ -1,13 +1,16 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { customResource } from '../custom-resource.js'
+import { applyRules, customResource } from '../custom-resource.js'
 
 export const TABLE_NAME_PATTERN = '^[a-z_][a-z0-9_]{0,62}$'
 
+/** The hook answers Ready=False/InvalidSpec for such a value (sync.ts); the API server refuses it at apply time. */
+const TEXT_COLUMN = applyRules({ rule: "!self.contains('\\u0000')", message: 'must not contain a NUL character (\\u0000): a PostgreSQL text column cannot hold one' })
+
 export const PostgresWriterSpecSchema = Type.Object({
   table: Type.String({ pattern: TABLE_NAME_PATTERN, description: 'Table the row is written to: a lowercase SQL identifier, created if missing.' }),
-  name: Type.String({ description: 'Value of the row\'s name column.' }),
+  name: Type.String({ ...TEXT_COLUMN, description: 'Value of the row\'s name column.' }),
   age: Type.Integer({ minimum: 0, maximum: 2147483647, description: 'Value of the row\'s age column (a PostgreSQL integer).' }),
-  country: Type.String({ description: 'Value of the row\'s country column.' })
+  country: Type.String({ ...TEXT_COLUMN, description: 'Value of the row\'s country column.' })
 })
 export type PostgresWriterSpec = Static<typeof PostgresWriterSpecSchema>
 

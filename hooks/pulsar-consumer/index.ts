@@ -8,6 +8,6 @@ export const pulsarConsumer: CompositeController<typeof pulsarConsumerResource> 
   name: 'pulsar-consumer',
   resource: pulsarConsumerResource,
   needs: [],
-  childResources: [{ apiVersion: 'apps/v1', resource: 'deployments', updateStrategy: 'InPlace' }],
+  childResources: [{ apiVersion: 'apps/v1', kind: 'Deployment', resource: 'deployments', updateStrategy: 'InPlace' }],
   hooks: { sync: syncPulsarConsumer }
 }

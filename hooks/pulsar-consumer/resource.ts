@@ -1,7 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { customResource } from '../custom-resource.js'
+import { customResource, VISIBLE_ASCII } from '../custom-resource.js'
 
-export const PULSAR_SERVICE_URL_PATTERN = '^pulsar(\\+ssl)?://\\S+$'
+export const PULSAR_SERVICE_URL_PATTERN = `^pulsar(\\+ssl)?://${VISIBLE_ASCII}+$`
 const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'
 
 const int32 = { minimum: 0, maximum: 2147483647, format: 'int32' } as const

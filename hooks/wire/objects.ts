@@ -24,6 +24,23 @@ export function observedByName<Kind extends object = object> (map: ObjectMap, ki
   return byName
 }
 
+/**
+ * Deeper than any object the API server stores (a Pod with its managedFields nests about 10 levels): an observed
+ * value nested deeper was not sent by Metacontroller.
+ */
+export const MAX_OBSERVED_DEPTH = 64
+
+/** Whether `value` nests objects and arrays more than `limit` levels deep; walked without recursion, so any depth is safe. */
+export function nestsDeeperThan (value: unknown, limit: number): boolean {
+  const pending: Array<{ value: unknown, depth: number }> = [{ value, depth: 0 }]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if (typeof next.value !== 'object' || next.value === null) continue
+    if (next.depth === limit) return true
+    for (const inner of Object.values(next.value)) pending.push({ value: inner, depth: next.depth + 1 })
+  }
+  return false
+}
+
 /** The Kubernetes recommended labels for a child. */
 export function recommendedLabels (name: string, instance: string, component: string): Record<string, string> {
   return {

@@ -98,9 +98,9 @@ export const DecoratorResponseSchema = Type.Object(
 )
 export type DecoratorResponse = Static<typeof DecoratorResponseSchema>
 
-/** The error body of every non-200 answer. */
+/** The body of every error answer, and nothing else: the status's name, and what was wrong and what to do. */
 export const ErrorResponseSchema = Type.Object({
   error: Type.String(),
   message: Type.String()
-})
+}, { additionalProperties: false })
 export type ErrorResponse = Static<typeof ErrorResponseSchema>

@@ -236,7 +236,7 @@ test('no claim ever shrinks: each requests the larger of dbSize and its observed
 })
 
 test('dbSize is written in the canonical form the API server stores', async (t) => {
-  for (const [dbSize, canonical] of [['2048Mi', '2Gi'], ['1.5Gi', '1536Mi'], ['2000M', '2G'], ['1E9', '1e9'], [5368709120, '5368709120'], ['+3Gi', '3Gi']] as const) {
+  for (const [dbSize, canonical] of [['2048Mi', '2Gi'], ['1.5Gi', '1536Mi'], ['2000M', '2G'], ['1E9', '1e9'], [5368709120, '5368709120'], ['+3Gi', '3Gi'], ['1500m', '2'], ['1.1Gi', '1181116007'], ['9223372036854775806', '9223372036854775806']] as const) {
     const response = await answer(t, withSpec(fixture('bookstore', 'first-sync'), (spec) => { spec.bookDB.dbSize = dbSize }))
     assert.equal(claims(response)[0]?.storage, canonical, String(dbSize))
     assert.equal(child(response, 'StatefulSet', `${N}-mongodb`).spec.volumeClaimTemplates[0].spec.resources.requests.storage, canonical, String(dbSize))
@@ -306,11 +306,14 @@ test('a spec with only bookApp.repository gets every default', async (t) => {
 
 test('a spec the hook cannot interpret gets 422 with a message naming the field', async (t) => {
   const cases: Array<[string, (request: Json) => void, RegExp]> = [
-    ['dbSize: lots', (r) => { r.parent.spec.bookDB.dbSize = 'lots' }, /spec\.bookDB\.dbSize: "lots" is not a quantity: write a size such as 1Gi/],
-    ['dbSize: 0', (r) => { r.parent.spec.bookDB.dbSize = '0' }, /spec\.bookDB\.dbSize: "0" must be larger than zero/],
-    ['dbSize: -1Gi', (r) => { r.parent.spec.bookDB.dbSize = '-1Gi' }, /spec\.bookDB\.dbSize: "-1Gi" must be larger than zero/],
-    ['dbSize: 1500m', (r) => { r.parent.spec.bookDB.dbSize = '1500m' }, /spec\.bookDB\.dbSize: "1500m" is not a whole number of bytes/],
-    ['dbSize: 9Ei', (r) => { r.parent.spec.bookDB.dbSize = '9Ei' }, /larger than a Kubernetes quantity can hold/],
+    ['dbSize: lots', (r) => { r.parent.spec.bookDB.dbSize = 'lots' }, /spec\.bookDB\.dbSize: "lots" must be a size such as 1Gi, 500Mi or 2G/],
+    ['dbSize: 0', (r) => { r.parent.spec.bookDB.dbSize = '0' }, /spec\.bookDB\.dbSize: "0" must be at least one byte/],
+    ['dbSize: 0 as a number', (r) => { r.parent.spec.bookDB.dbSize = 0 }, /spec\.bookDB\.dbSize: 0 must be at least one byte/],
+    ['dbSize: -1Gi', (r) => { r.parent.spec.bookDB.dbSize = '-1Gi' }, /spec\.bookDB\.dbSize: "-1Gi" must be at least one byte/],
+    ['dbSize: 100m', (r) => { r.parent.spec.bookDB.dbSize = '100m' }, /spec\.bookDB\.dbSize: "100m" must be at least one byte/],
+    ['dbSize: 9Ei', (r) => { r.parent.spec.bookDB.dbSize = '9Ei' }, /"9Ei" must be less than 8Ei \(9223372036854775807 bytes\)/],
+    ['dbSize: 8Ei', (r) => { r.parent.spec.bookDB.dbSize = '8Ei' }, /"8Ei" must be less than 8Ei/],
+    ['dbSize: 1e0009', (r) => { r.parent.spec.bookDB.dbSize = '1e0009' }, /"1e0009" must be a size such as 1Gi/],
     ['dbSize: true', (r) => { r.parent.spec.bookDB.dbSize = true }, /spec\.bookDB\.dbSize: Expected integer or string/],
     ['replicas: -1', (r) => { r.parent.spec.bookDB.replicas = -1 }, /spec\.bookDB\.replicas: Expected integer to be greater or equal to 0/],
     ['replicas: 51', (r) => { r.parent.spec.bookDB.replicas = 51 }, /spec\.bookDB\.replicas: Expected integer to be less or equal to 50/],
@@ -331,10 +334,44 @@ test('a spec the hook cannot interpret gets 422 with a message naming the field'
   }
 })
 
-test('an observed claim whose size is unreadable fails the call (500) rather than answer without it', async (t) => {
-  const request = fixture('bookstore', 'steady-state')
-  request.children['PersistentVolumeClaim.v1'][`${NS}/${CLAIM(0)}`].spec.resources.requests.storage = 'plenty'
-  const { statusCode, json } = await sync(t, request)
-  assert.equal(statusCode, 500)
-  assert.equal(json.children, undefined)
+test('a plain number beyond 2^53 gets 422 saying so, never the rounded value JSON.parse made of it', async (t) => {
+  const { app } = await build(t, { databaseUrl: false, controllers: [bookStore] })
+  const payload = JSON.stringify(withSpec(fixture('bookstore', 'steady-state'), (spec) => { spec.bookDB.dbSize = 0 })).replace('"dbSize":0', '"dbSize":9007199254740993')
+  const response = await app.inject({ method: 'POST', url: '/bookstore/sync', payload, headers: { 'content-type': 'application/json' } })
+  assert.equal(response.statusCode, 422)
+  assert.match(response.json().message, /spec\.bookDB\.dbSize: a plain number of bytes must be at most 9007199254740991 \(2\^53 - 1\)/)
+  assert.doesNotMatch(response.json().message, /9007199254740992/)
+})
+
+test('an observed claim whose size is not a quantity is asked for dbSize, and VolumeSizeUnknown says so', async (t) => {
+  const cases: Array<[string, (resources: Json) => void, string]> = [
+    ['missing', (resources) => { delete resources.requests.storage }, 'nothing'],
+    ['null', (resources) => { resources.requests.storage = null }, 'null'],
+    ['a number', (resources) => { resources.requests.storage = 5 }, '5'],
+    ['empty', (resources) => { resources.requests.storage = '' }, '""'],
+    ['not a quantity', (resources) => { resources.requests.storage = 'plenty' }, '"plenty"'],
+    ['an object', (resources) => { resources.requests = { storage: { amount: 2 } } }, 'an object'],
+    ['no requests at all', (resources) => { delete resources.requests }, 'nothing']
+  ]
+  for (const [label, change, shown] of cases) {
+    const request = withSpec(fixture('bookstore', 'steady-state'), (spec) => { spec.bookDB.dbSize = '3Gi' })
+    change(request.children['PersistentVolumeClaim.v1'][`${NS}/${CLAIM(0)}`].spec.resources)
+    const response = await answer(t, request)
+    assert.deepEqual(claims(response), [{ name: CLAIM(0), storage: '3Gi', storageClassName: 'csi-hostpath-sc' }], label)
+    const message = `claims whose spec.resources.requests.storage is not a quantity, which no API server stores, are asked for spec.bookDB.dbSize 3Gi; Kubernetes refuses to make a bound claim smaller, so none shrinks: ${CLAIM(0)} requests ${shown}`
+    assert.deepEqual(condition(response, 'VolumeSizeUnknown'), { ...volumeCondition('VolumeSizeUnknown', 'ClaimSizeNotAQuantity', message), observedGeneration: 1 }, label)
+    assert.equal(response.status.db.volumeSize, '3Gi', label)
+  }
+  const readable = await answer(t, fixture('bookstore', 'steady-state'))
+  assert.equal(condition(readable, 'VolumeSizeUnknown'), undefined, 'absent while every claim is readable')
+})
+
+test('an observed StatefulSet whose claim templates nest 100,000 levels deep gets 400 naming it, not a 500', async (t) => {
+  const text = JSON.stringify(fixture('bookstore', 'steady-state'))
+  const deep = '['.repeat(100_000) + ']'.repeat(100_000)
+  const { app } = await build(t, { databaseUrl: false, controllers: [bookStore] })
+  const payload = text.replace('"volumeClaimTemplates":[', `"volumeClaimTemplates":[${deep},`)
+  const response = await app.inject({ method: 'POST', url: '/bookstore/sync', payload, headers: { 'content-type': 'application/json' } })
+  assert.equal(response.statusCode, 400)
+  assert.match(response.json().message, new RegExp(`StatefulSet ${N}-mongodb's spec.volumeClaimTemplates nest more than 64 levels deep`))
 })

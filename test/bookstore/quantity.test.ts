@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { canonicalBytes, compareQuantities, parseQuantity, wholeBytes } from '../../hooks/bookstore/quantity.js'
+import { bytesRoundedUp, canonicalBytes, compareQuantities, parseQuantity } from '../../hooks/bookstore/quantity.js'
 
 /**
  * Written quantity -> what kube-apiserver stores when it is re-serialized in canonical form, and the value in bytes:
@@ -59,7 +59,7 @@ test('whole-byte quantities get the canonical string and value Kubernetes gives 
   for (const [written, canonical, bytes] of KUBERNETES) {
     const quantity = parseQuantity(written)
     assert.ok(quantity !== undefined, written)
-    assert.equal(wholeBytes(quantity), bytes, written)
+    assert.equal(bytesRoundedUp(quantity), bytes, written)
     assert.equal(canonicalBytes(bytes, quantity.format), canonical, written)
     const again = parseQuantity(canonical)
     assert.ok(again !== undefined && compareQuantities(again, quantity) === 0, `${canonical} parses back to ${written}`)
@@ -67,11 +67,11 @@ test('whole-byte quantities get the canonical string and value Kubernetes gives 
   }
 })
 
-test('fractions of a byte are recognised, and rounded up to nano units as Kubernetes does', () => {
-  for (const written of ['1500m', '1.1Gi', '0.1Gi', '0.001Ki', '12e-1']) {
+test('fractions of a byte are read, rounded up to nano units as Kubernetes does, and to whole bytes as storage is', () => {
+  for (const [written, bytes] of [['1500m', 2n], ['1.1Gi', 1181116007n], ['0.1Gi', 107374183n], ['0.001Ki', 2n], ['12e-1', 2n], ['1n', 1n]] as const) {
     const quantity = parseQuantity(written)
     assert.ok(quantity !== undefined, written)
-    assert.equal(wholeBytes(quantity), undefined, written)
+    assert.equal(bytesRoundedUp(quantity), bytes, written)
   }
   assert.equal(parseQuantity('1181116006400m')?.nanos, 1181116006400000000n)
   assert.equal(parseQuantity('1n')?.nanos, 1n)

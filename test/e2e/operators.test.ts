@@ -7,6 +7,8 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { RESYNC_PERIOD_SECONDS, startEnvironment, type Environment } from './environment.js'
+import { controllers } from '../../hooks/controllers.js'
+import { edgeResources, refusedResources, resourceJson } from '../helpers/refused-resources.js'
 import { assertReady, condition, Scenario, type KubeObject } from './scenario.js'
 
 let environment: Environment | undefined
@@ -148,7 +150,7 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
         // The first calls come at once, from the delete and the status it writes; then one per resync. Refusals over
         // two resync periods show the object staying Terminating, not just surviving the first call.
         await s.eventually('refused finalize calls over two resync periods, the object Terminating with its finalizer and Ready=False', async () => {
-          const refused = s.hookCalls('postgres-writer', name, 'finalize').slice(finalizeCalls).filter((call) => call.outcome === 'not_ready')
+          const refused = s.hookCalls('postgres-writer', name, 'finalize').slice(finalizeCalls).filter((call) => call.outcome === 'pending')
           const spanMs = Number(refused.at(-1)?.time ?? 0) - Number(refused[0]?.time ?? 0)
           assert.ok(spanMs >= 2 * RESYNC_PERIOD_SECONDS * 1000, `${refused.length} refused finalize calls over ${spanMs} ms so far`)
           const object = await writer()
@@ -390,6 +392,25 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
       })
       await s.step('stable for three resync periods', async () => {
         process.stderr.write(`[e2e]   ${await s.assertStable([{ controller: 'podset', resource: 'podsets', name }], { children: 'pods' })}\n`)
+      })
+    })
+  })
+  it('kubectl apply: the API server refuses every spec the hooks would refuse, saying why, and accepts the edges of what they take', { timeout: 300_000 }, async () => {
+    await scenario('CRD refusals', 'e2e-refusals', async (s) => {
+      await s.step(`${refusedResources.length} refused resources`, async () => {
+        for (const refused of refusedResources) {
+          const where = `${refused.controller}: ${refused.what}`
+          const error = await s.kubectl(['apply', '-n', s.namespace, '-f', '-'], resourceJson(refused)).then(() => undefined, (e: Error) => e.message)
+          assert.ok(error !== undefined, `${where}: the API server accepted it`)
+          assert.match(error, refused.apiServer, where)
+        }
+        for (const controller of controllers) assert.deepEqual(await s.list(controller.resource.plural), [], `no ${controller.resource.kind} was stored`)
+      })
+      await s.step(`${edgeResources.length} resources at the edges, in a server-side dry run`, async () => {
+        for (const edge of edgeResources) {
+          await s.kubectl(['apply', '--dry-run=server', '-n', s.namespace, '-f', '-'], JSON.stringify(edge.resource))
+            .catch((error: Error) => { assert.fail(`${edge.controller}: ${edge.what}: refused: ${error.message}`) })
+        }
       })
     })
   })

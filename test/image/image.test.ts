@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
-import { execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { after, before, test } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../../hooks/database/embedded.js'
 import { fixturePath } from '../helpers/fixtures.js'
 import { startPostgres } from '../helpers/postgres-process.js'
+import { spawnServer, type ServerProcess } from '../helpers/server-process.js'
 
 /**
  * The production image that scripts/build-image.sh built, started with `buildah run`. Under chroot isolation the
@@ -27,25 +27,15 @@ before(() => {
 })
 after(() => { if (container !== '') buildah('rm', container) })
 
-interface Run {
-  pid: number
-  output: () => string
-  exited: Promise<number | null>
-}
-
-/** Starts the image's entrypoint in the container with these environment variables. */
-function run (env: Record<string, string>): Run {
-  // A process group of its own: killing buildah alone would leave the server in the container running.
-  const child = spawn('buildah', ['run', '--isolation', 'chroot', ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]), container, '--', ...entrypoint], { stdio: ['ignore', 'pipe', 'pipe'], detached: true })
-  let output = ''
-  child.stdout.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { output += chunk.toString() })
-  after(() => {
-    try {
-      process.kill(-(child.pid ?? 0), 'SIGKILL')
-    } catch {} // already gone
+/** Starts the image's entrypoint in the container with these environment variables, on `port`. */
+function run (env: Record<string, string>, port = 0): ServerProcess {
+  const server = spawnServer({
+    command: ['buildah', 'run', '--isolation', 'chroot', ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]), container, '--', ...entrypoint],
+    port,
+    processGroup: true
   })
-  return { pid: child.pid ?? 0, output: () => output, exited: new Promise((resolve) => child.on('exit', (code) => { resolve(code) })) }
+  after(async () => { await server.stop(0) })
+  return server
 }
 
 /** The process among `ancestor`'s descendants that runs `command` (its program found on the PATH). */
@@ -87,18 +77,18 @@ test('the image holds the built server and none of the development dependencies'
   }
 })
 
-test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and /readyz, writes a PostgresWriter row, and stops on SIGTERM', async (t) => {
+test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and /readyz on both ports, writes a PostgresWriter row, and stops on SIGTERM', async (t) => {
   const postgres = await startPostgres()
   t.after(async () => { await postgres.remove() })
-  const port = await freePort()
-  const server = run({ DATABASE_URL: postgres.connectionString, PORT: String(port), HOST: '127.0.0.1', HOOKS_SHUTDOWN_DELAY: '0' })
-  const url = `http://127.0.0.1:${port}`
-  for (let waited = 0; !server.output().includes('hook server ready'); waited += 100) {
-    assert.ok(waited < 30_000, `the server in the image never got ready:\n${server.output()}`)
-    await sleep(100)
+  const [port, probePort] = [await freePort(), await freePort()]
+  // The image sets HOOKS_PROBE_PORT=8081; the container shares the host's network, so the test picks a free one.
+  const server = run({ DATABASE_URL: postgres.connectionString, PORT: String(port), HOOKS_PROBE_PORT: String(probePort), HOST: '127.0.0.1', HOOKS_SHUTDOWN_DELAY: '0' }, port)
+  const { url } = server
+  await server.logged('hook server ready', 30_000)
+  for (const base of [url, `http://127.0.0.1:${probePort}`]) {
+    assert.equal((await fetch(`${base}/healthz`)).status, 200, base)
+    assert.equal((await fetch(`${base}/readyz`)).status, 200, base)
   }
-  assert.equal((await fetch(`${url}/healthz`)).status, 200)
-  assert.equal((await fetch(`${url}/readyz`)).status, 200)
 
   const pid = descendantRunning(server.pid, entrypoint)
   assert.ok(pid !== undefined, `no process ${entrypoint.join(' ')} under buildah run (pid ${server.pid})`)
@@ -115,7 +105,7 @@ test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and
 })
 
 test('without a database setting it starts no database: one line names the variables to set, and the exit code is 1', async () => {
-  const server = run({ PORT: String(await freePort()) })
+  const server = run({ PORT: String(await freePort()), HOOKS_PROBE_PORT: String(await freePort()) })
   assert.equal(await server.exited, 1, server.output())
   const lines = logLines(server.output())
   assert.equal(lines.length, 1, server.output())

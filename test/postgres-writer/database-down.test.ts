@@ -29,10 +29,8 @@ test('with PostgreSQL stopped, hooks answer quickly with DatabaseUnavailable, an
   assert.equal(finalize.json.finalized, false)
   assert.equal(finalize.json.status.conditions[0].reason, 'DatabaseUnavailable')
   assert.ok(finalize.ms < 5000, `finalize answered in ${Math.round(finalize.ms)} ms`)
-  assert.equal((await app.inject({ url: '/readyz' })).statusCode, 503)
 
   await postgres.restart()
-  assert.equal((await app.inject({ url: '/readyz' })).statusCode, 200)
   const recovered = await call('sync', 'sync-age-changed')
   assert.equal(recovered.json.status.conditions[0].status, 'True')
   assert.equal((await call('finalize', 'finalize')).json.finalized, true)

@@ -3,8 +3,9 @@ import { readFile, readdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { parse } from 'yaml'
+import { DB_SIZE_RULES } from '../../hooks/bookstore/resource.js'
 import { controllers } from '../../hooks/controllers.js'
-import { generatedManifests } from '../../scripts/manifests.js'
+import { customResourceDefinition, generatedManifests } from '../../scripts/manifests.js'
 
 const root = join(import.meta.dirname, '..', '..', 'manifests')
 
@@ -32,6 +33,51 @@ test('every hook is v2 with an explicit timeout, and the CRDs have a status subr
       }
     } else {
       assert.deepEqual(manifest.spec.versions[0].subresources, { status: {} }, path)
+    }
+  }
+})
+
+type Json = Record<string, any>
+
+/** Every schema node of a CRD's openAPIV3Schema, by its dotted path. */
+function schemaNodes (schema: Json, path = ''): Array<[string, Json]> {
+  const properties = Object.entries((schema.properties ?? {}) as Record<string, Json>).flatMap(([name, inner]) => schemaNodes(inner, path === '' ? name : `${path}.${name}`))
+  const items = schema.items === undefined ? [] : schemaNodes(schema.items as Json, `${path}[]`)
+  return [[path, schema], ...properties, ...items]
+}
+
+function rulesAt (resource: Json, path: string): Array<{ rule: string, message: string }> {
+  return schemaNodes(resource.spec.versions[0].schema.openAPIV3Schema).find(([at]) => at === path)?.[1]['x-kubernetes-validations'] ?? []
+}
+
+const crd = (name: string): Json => customResourceDefinition((controllers.find((c) => c.name === name) as (typeof controllers)[number]).resource)
+
+test('the CRDs carry the rules that make the API server refuse at kubectl apply what the hooks would refuse', () => {
+  // Names too long (or of the wrong form) for the children named after them: CEL at the root, from each resource's name rule.
+  assert.deepEqual(rulesAt(crd('bookstore'), '').map((r) => r.rule), ['self.metadata.name.size() <= 44', "self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')"])
+  assert.deepEqual(rulesAt(crd('podset'), '').map((r) => r.rule), ['self.metadata.name.size() <= 63'])
+  for (const name of ['pulsar-consumer', 'postgres-writer']) assert.deepEqual(rulesAt(crd(name), ''), [], `${name} takes any name Kubernetes does`)
+  // dbSize: the quantity library where OpenAPI cannot say it.
+  assert.deepEqual(rulesAt(crd('bookstore'), 'spec.bookDB.dbSize'), Object.values(DB_SIZE_RULES))
+  assert.match(DB_SIZE_RULES.atLeastOneByte.rule, /quantity\(string\(self\)\)\.isLessThan\(quantity\('1'\)\)/)
+  for (const field of ['name', 'country']) assert.deepEqual(rulesAt(crd('postgres-writer'), `spec.${field}`).map((r) => r.rule), ["!self.contains('\\u0000')"])
+  // And OpenAPI where it suffices.
+  const at = (name: string, path: string): Json => schemaNodes(crd(name).spec.versions[0].schema.openAPIV3Schema).find(([p]) => p === path)?.[1] ?? {}
+  assert.equal(at('postgres-writer', 'spec.table').pattern, '^[a-z_][a-z0-9_]{0,62}$')
+  assert.deepEqual([at('postgres-writer', 'spec.age').minimum, at('postgres-writer', 'spec.age').maximum], [0, 2147483647])
+  assert.equal(at('pulsar-consumer', 'spec.serverAddress').pattern, '^pulsar(\\+ssl)?://[!-~]+$')
+  assert.deepEqual([at('podset', 'spec.replicas').minimum, at('podset', 'spec.replicas').maximum], [0, 10000])
+  assert.equal(at('podset', 'spec.command').minItems, 1)
+})
+
+test('every CEL rule has a message a person understands, and every pattern means the same to the hook (ECMAScript) and the API server (RE2)', () => {
+  for (const controller of controllers) {
+    for (const [path, node] of schemaNodes(crd(controller.name).spec.versions[0].schema.openAPIV3Schema)) {
+      for (const rule of (node['x-kubernetes-validations'] ?? []) as Json[]) {
+        assert.ok(typeof rule.message === 'string' && rule.message.length > 15 && !rule.message.includes('self'), `${controller.name} ${path}: ${JSON.stringify(rule)}`)
+      }
+      // \s and \S take in Unicode spaces in ECMAScript and only ASCII ones in RE2.
+      if (typeof node.pattern === 'string') assert.doesNotMatch(node.pattern, /\\[sS]/, `${controller.name} ${path}: ${node.pattern}`)
     }
   }
 })

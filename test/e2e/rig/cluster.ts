@@ -88,6 +88,8 @@ export interface Cluster {
   logFile: (component: Component) => string
   /** Throws (with the log tail) if a component has exited since start-up. */
   assertRunning: () => void
+  /** Stops Metacontroller (SIGTERM) and starts it again, as a pod restart does; resolves once it is ready. */
+  restartMetacontroller: () => Promise<void>
   /** Waits until KCM has created the namespace's `default` ServiceAccount (needed for Pods with admission on). */
   waitForDefaultServiceAccount: (namespace: string, timeoutMs?: number) => Promise<void>
   /** SIGTERM metacontroller, KCM, apiserver, etcd in that order (SIGKILL after a grace period); removes dataDir. Idempotent. */
@@ -343,7 +345,7 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
     }
 
     // --- Metacontroller ----------------------------------------------------------------------------------------------
-    if (withMetacontroller) {
+    const startMetacontroller = async (): Promise<void> => {
       const legacy = mcVersion !== undefined && /^v1\./.test(mcVersion)
       // v1.x (klog, --debug-addr, no health probe) vs v4.x (zap, --metrics-address, --health-probe-bind-address).
       const mcArgs = legacy
@@ -363,6 +365,7 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
             '--zap-log-level=4',
             ...MC_CLIENT_ARGS
           ]
+      const startedWorkers = legacy ? (await readFile(logFile('metacontroller'), 'utf8').catch(() => '')).match(/Starting workers/g)?.length ?? 0 : 0
       const mc = start('metacontroller', [...mcArgs, ...(options.metacontrollerArgs ?? [])], { KUBECONFIG: kubeconfig })
       await waitFor(mc, readyTimeoutMs, legacy
         ? async () => {
@@ -370,9 +373,12 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
           const res = await get(`http://127.0.0.1:${mcPort}/metrics`)
           if (res.status !== 200) return false
           const log = await readFile(mc.logFile, 'utf8')
-          return (log.match(/Starting workers/g) ?? []).length >= 2
+          return (log.match(/Starting workers/g) ?? []).length >= startedWorkers + 2
         }
         : async () => (await get(`http://127.0.0.1:${mcPort}/readyz`)).status === 200)
+    }
+    if (withMetacontroller) {
+      await startMetacontroller()
       mark('metacontroller')
     }
 
@@ -399,6 +405,13 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
       },
       logFile,
       assertRunning,
+      restartMetacontroller: async () => {
+        const mc = procs.get('metacontroller')
+        if (mc === undefined) throw new RigError('rig', 'Metacontroller was not started')
+        await stopProc(mc)
+        await startMetacontroller()
+        say('metacontroller restarted')
+      },
       waitForDefaultServiceAccount: async (namespace, timeoutMs = 30_000) => {
         const deadline = Date.now() + timeoutMs
         for (;;) {

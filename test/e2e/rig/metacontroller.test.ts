@@ -3,10 +3,10 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
-import { metacontrollerBuild, metacontrollerSupportsHookV2 } from './metacontroller.js'
+import { metacontrollerBuild, metacontrollerSupportsEndpointConfigs, metacontrollerSupportsHookV2 } from './metacontroller.js'
 
-/** A controller CRD as Metacontroller ships it, cut down to the hooks' schema. */
-function controllerCrd (plural: string, syncHook: Record<string, unknown>): string {
+/** A controller CRD as Metacontroller ships it, cut down to the hooks' schema and, if given, endpointConfigs. */
+function controllerCrd (plural: string, syncHook: Record<string, unknown>, endpointConfigs?: Record<string, unknown>): string {
   return JSON.stringify({
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
@@ -14,7 +14,7 @@ function controllerCrd (plural: string, syncHook: Record<string, unknown>): stri
     spec: {
       versions: [{
         name: 'v1alpha1',
-        schema: { openAPIV3Schema: { properties: { spec: { properties: { hooks: { properties: { sync: { properties: syncHook } } } } } } } }
+        schema: { openAPIV3Schema: { properties: { spec: { properties: { hooks: { properties: { sync: { properties: syncHook } } }, ...endpointConfigs === undefined ? {} : { endpointConfigs } } } } } }
       }]
     }
   })
@@ -29,9 +29,9 @@ function folder (t: TestContext): string {
   return dir
 }
 
-function crdsFile (dir: string, composite: Record<string, unknown>, decorator: Record<string, unknown>): string {
+function crdsFile (dir: string, composite: Record<string, unknown>, decorator: Record<string, unknown>, endpointConfigs?: Record<string, unknown>): string {
   const file = join(dir, 'metacontroller-crds-v1.yaml')
-  writeFileSync(file, `---\n${controllerCrd('compositecontrollers', composite)}\n---\n${controllerCrd('decoratorcontrollers', decorator)}\n`)
+  writeFileSync(file, `---\n${controllerCrd('compositecontrollers', composite, endpointConfigs)}\n---\n${controllerCrd('decoratorcontrollers', decorator, endpointConfigs)}\n`)
   return file
 }
 
@@ -40,6 +40,12 @@ test('hook v2 is supported when both controller CRDs have a hooks version field'
   assert.equal(metacontrollerSupportsHookV2(crdsFile(dir, versioned, versioned)), true)
   assert.equal(metacontrollerSupportsHookV2(crdsFile(dir, webhook, webhook)), false)
   assert.equal(metacontrollerSupportsHookV2(crdsFile(dir, versioned, webhook)), false)
+})
+
+test('hook authentication is supported when both controller CRDs have endpointConfigs', (t) => {
+  const dir = folder(t)
+  assert.equal(metacontrollerSupportsEndpointConfigs(crdsFile(dir, versioned, versioned, { type: 'array' })), true)
+  assert.equal(metacontrollerSupportsEndpointConfigs(crdsFile(dir, versioned, versioned)), false)
 })
 
 test('a file without the controller CRDs is refused with its name', (t) => {

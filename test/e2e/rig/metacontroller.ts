@@ -44,6 +44,16 @@ export function metacontrollerBuild (binDir: string, env: NodeJS.ProcessEnv = pr
  * controller kinds then have a `version` field. Without it, the API server refuses `version: v2`.
  */
 export function metacontrollerSupportsHookV2 (crdsPath: string): boolean {
+  return controllersHaveField(crdsPath, ['spec', 'hooks', 'sync', 'version'])
+}
+
+/** Whether a Metacontroller authenticates to hooks (v4.16 and later): both controller kinds have `spec.endpointConfigs`. */
+export function metacontrollerSupportsEndpointConfigs (crdsPath: string): boolean {
+  return controllersHaveField(crdsPath, ['spec', 'endpointConfigs'])
+}
+
+/** Whether every version of both controller CRDs has the field at `path` in its schema. */
+function controllersHaveField (crdsPath: string, path: string[]): boolean {
   const documents = parseAllDocuments(readFileSync(crdsPath, 'utf8')).map((document) => document.toJS() as CustomResourceDefinition | null)
   return ['compositecontrollers', 'decoratorcontrollers'].every((plural) => {
     const name = `${plural}.metacontroller.k8s.io`
@@ -51,7 +61,7 @@ export function metacontrollerSupportsHookV2 (crdsPath: string): boolean {
     if (crd === undefined || crd === null) throw new Error(`${crdsPath} has no CustomResourceDefinition ${name}: is it Metacontroller's ${CRDS_FILE}?`)
     const versions = crd.spec?.versions ?? []
     return versions.length > 0 && versions.every((version) =>
-      version.schema?.openAPIV3Schema?.properties?.spec?.properties?.hooks?.properties?.sync?.properties?.version !== undefined)
+      path.reduce<Schema | undefined>((schema, field) => schema?.properties?.[field], version.schema?.openAPIV3Schema) !== undefined)
   })
 }
 

@@ -1,0 +1,95 @@
+import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify'
+import type pg from 'pg'
+import type { Config } from './config.js'
+import type { Io } from './controller.js'
+import { ping } from './database/pool.js'
+import { createMetrics, type Metrics } from './metrics.js'
+
+/**
+ * Health, readiness and metrics: served on the hook port and on the plain-HTTP probe port (HOOKS_PROBE_PORT), which the
+ * kubelet and scrapers reach without a client certificate when the hook port asks for one.
+ */
+
+/** The longest /readyz or /metrics waits for a database check before answering with the last known state. */
+export const DATABASE_CHECK_WAIT_MS = 500
+
+export interface DatabaseState {
+  status: 'up' | 'down' | 'unknown'
+  /** When the last check ended; absent before the first one has. */
+  checkedAt?: string
+  /** Why the last check failed (the driver's message: never a password). */
+  message?: string
+}
+
+/**
+ * PostgreSQL's reachability as readiness and the metrics report it. A check (`SELECT 1` through the pool) starts only
+ * when someone asks and the last one is older than the interval, one at a time; the asker waits for it at most
+ * DATABASE_CHECK_WAIT_MS, so a probe never hangs on a database that does not answer.
+ */
+export class DatabaseHealth {
+  private last: DatabaseState = { status: 'unknown' }
+  private lastAt = Number.NEGATIVE_INFINITY
+  private checking: Promise<void> | undefined
+
+  constructor (private readonly pool: pg.Pool, private readonly intervalMs: number, private readonly log: FastifyBaseLogger) {}
+
+  async state (): Promise<DatabaseState> {
+    if (Date.now() - this.lastAt >= this.intervalMs) {
+      this.checking ??= this.check().finally(() => { this.checking = undefined })
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([this.checking, new Promise((resolve) => { timer = setTimeout(resolve, DATABASE_CHECK_WAIT_MS) })])
+      clearTimeout(timer)
+    }
+    return this.last
+  }
+
+  private async check (): Promise<void> {
+    let next: DatabaseState
+    try {
+      await ping(this.pool)
+      next = { status: 'up', checkedAt: new Date().toISOString() }
+    } catch (error) {
+      next = { status: 'down', checkedAt: new Date().toISOString(), message: (error as Error).message }
+    }
+    if (next.status !== this.last.status) {
+      if (next.status === 'up') this.log.info('database reachable')
+      else this.log.warn({ reason: next.message }, 'database unreachable: PostgresWriter answers DatabaseUnavailable until it is back; the other controllers are unaffected')
+    }
+    this.last = next
+    this.lastAt = Date.now()
+  }
+}
+
+export interface Probes {
+  /** Set by the server on SIGTERM: readiness turns 503 while in-flight hooks finish. */
+  lifecycle: { draining: boolean }
+  metrics: Metrics
+  /** Absent when no controller needs PostgreSQL. */
+  database: DatabaseHealth | undefined
+}
+
+export function createProbes (options: { config: Config, io: Partial<Io>, lifecycle: { draining: boolean }, log: FastifyBaseLogger }): Probes {
+  const pool = options.io.postgres?.pool
+  const database = pool === undefined ? undefined : new DatabaseHealth(pool, options.config.databaseCheckIntervalMs, options.log)
+  return { lifecycle: options.lifecycle, database, metrics: createMetrics(database) }
+}
+
+/**
+ * `/healthz` (the process answers), `/readyz` (503 only while draining: every hook can be served whatever the database
+ * does, since PostgresWriter reports an unreachable database in its own status; the database's state is in the body)
+ * and `/metrics`.
+ */
+export const probeRoutes: FastifyPluginAsync<{ probes: Probes }> = async (fastify, { probes }) => {
+  fastify.get('/healthz', async () => ({ status: 'ok' }))
+
+  fastify.get('/readyz', async (_request, reply) => {
+    const database = await probes.database?.state()
+    const { draining } = probes.lifecycle
+    return await reply.code(draining ? 503 : 200).send({ status: draining ? 'draining' : 'ready', ...(database === undefined ? {} : { database }) })
+  })
+
+  fastify.get('/metrics', async (_request, reply) => {
+    reply.header('content-type', probes.metrics.registry.contentType)
+    return await probes.metrics.registry.metrics()
+  })
+}
