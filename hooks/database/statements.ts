@@ -20,7 +20,7 @@ const sent = new WeakMap<pg.ClientBase, Set<string>>()
 /** Connections on which a prepared statement failed: they run unnamed statements until they are discarded. */
 const broken = new WeakSet<pg.ClientBase>()
 
-export function statementName (text: string): string {
+function statementName (text: string): string {
   return `hooks_${createHash('sha1').update(text).digest('hex')}`
 }
 
