@@ -26,6 +26,8 @@ export interface DatabaseConfig {
   statementTimeoutMs: number
   /** What one hook call may spend on PostgreSQL in all, from its start to its answer. */
   hookDeadlineMs: number
+  /** Send PostgresWriter's statements as named prepared statements (see database/statements.ts). */
+  preparedStatements: boolean
   policy: PostgresPolicy
 }
 
@@ -162,6 +164,7 @@ export function loadConfig (env: Environment = process.env): Config {
       statementTimeoutMs: integer('PG_STATEMENT_TIMEOUT', 3, 1, 600) * 1000,
       hookDeadlineMs: seconds('PG_HOOK_DEADLINE', 6, WEBHOOK_TIMEOUT_SECONDS,
         `a PostgresWriter call must answer before Metacontroller gives up on it (webhook timeout ${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`),
+      preparedStatements: boolean('PG_PREPARED_STATEMENTS', true),
       policy: { schema, autoCreateTables: boolean('PG_AUTO_CREATE_TABLES', true), tableAllowlist }
     },
     bearerTokens,

@@ -16,8 +16,10 @@ test('defaults', () => {
 })
 
 test('sizes, lists and booleans are parsed', () => {
-  const config = loadConfig({ HOOKS_BODY_LIMIT: '128Mi', PG_TABLE_ALLOWLIST: ' students, graduates ,', PG_AUTO_CREATE_TABLES: 'false' })
+  const config = loadConfig({ HOOKS_BODY_LIMIT: '128Mi', PG_TABLE_ALLOWLIST: ' students, graduates ,', PG_AUTO_CREATE_TABLES: 'false', PG_PREPARED_STATEMENTS: 'false' })
   assert.equal(config.bodyLimit, 128 * 1024 * 1024)
+  assert.equal(config.database.preparedStatements, false)
+  assert.equal(loadConfig({}).database.preparedStatements, true)
   assert.deepEqual([...config.database.policy.tableAllowlist ?? []], ['students', 'graduates'])
   assert.equal(config.database.policy.autoCreateTables, false)
 })

@@ -1,6 +1,7 @@
 import { connect } from 'node:net'
 import type pg from 'pg'
 import type { PostgresIo } from './pool.js'
+import { mustDiscard } from './statements.js'
 
 /**
  * One hook call's time in PostgreSQL, bounded as a whole: Metacontroller gives up on a call after its webhook
@@ -19,7 +20,8 @@ export class DeadlineExceeded extends Error {
  * Runs `work` on one pooled connection, within `io.deadlineMs` of now (waiting for a connection included). At the
  * deadline, the statement running is cancelled in PostgreSQL (a client that only stopped waiting would leave it
  * running, holding its locks), the connection is discarded, which rolls back its transaction, and DeadlineExceeded
- * is thrown. A connection whose work failed is discarded too: its session may be in any state.
+ * is thrown. A connection whose work failed is discarded too: its session may be in any state; so is one whose prepared
+ * statements failed (database/statements.ts).
  */
 export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadlineMs'>, work: (db: pg.PoolClient) => Promise<T>): Promise<T> {
   const expiresAt = performance.now() + io.deadlineMs
@@ -46,7 +48,7 @@ export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadline
   const working = work(db)
   try {
     const result = await Promise.race([working, deadline(() => { cancelRunningStatement(db) })])
-    db.release()
+    db.release(mustDiscard(db))
     return result
   } catch (error) {
     working.catch(() => {}) // it fails once its connection is discarded

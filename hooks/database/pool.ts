@@ -13,6 +13,8 @@ export interface PostgresIo {
   conceal: (text: string) => string
   /** What one hook call may spend on PostgreSQL in all (PG_HOOK_DEADLINE). */
   deadlineMs: number
+  /** Whether statements are sent as named prepared statements (PG_PREPARED_STATEMENTS). */
+  preparedStatements: boolean
 }
 
 /** The pool and policy for `connection`; the caller ends the pool. */
@@ -22,7 +24,8 @@ export function connectPostgres (connection: Connection, config: DatabaseConfig,
     policy: config.policy,
     description: connection.description,
     conceal: connection.conceal,
-    deadlineMs: config.hookDeadlineMs
+    deadlineMs: config.hookDeadlineMs,
+    preparedStatements: config.preparedStatements
   }
 }
 

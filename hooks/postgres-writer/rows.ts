@@ -1,6 +1,8 @@
+import type { Writable } from 'node:stream'
 import pg from 'pg'
 import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
 import type { PostgresIo } from '../database/pool.js'
+import { markBroken, mustDiscard, preparedStatementFailed, statement } from '../database/statements.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
 import type { Row, WriteResult } from './sync.js'
 import {
@@ -38,6 +40,7 @@ function unavailable (code: string | undefined): boolean {
  * that changed since it was looked at. The table is looked at again, to say exactly what is wrong with it.
  */
 function tableChanged (error: unknown): boolean {
+  if (preparedStatementFailed(error)) return false
   const code = sqlState(error) ?? ''
   return (code.startsWith('42') && code !== '42501') || ['0A000', '23502'].includes(code)
 }
@@ -83,9 +86,18 @@ const COMMIT: Query = ['COMMIT']
 /** The row's advisory lock, held until the transaction ends: placements and finalizes of one row never interleave. */
 const lockRow = (id: string): Query => ['SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [id]]
 
-/** Sends `queries` together (the pool's connections pipeline them: one round trip), and waits for every answer. */
-async function pipelined (db: pg.PoolClient, queries: readonly Query[]): Promise<pg.QueryResult[]> {
-  const settled = await Promise.allSettled(queries.map(async ([text, values]) => await db.query(text, values)))
+/**
+ * Sends `queries` together (the pool's connections pipeline them: one round trip), and waits for every answer. Those
+ * with values are named prepared statements when `prepared`; BEGIN and COMMIT go as they are.
+ */
+async function pipelined (db: pg.PoolClient, prepared: boolean, queries: readonly Query[]): Promise<pg.QueryResult[]> {
+  // pg submits each query as it is called, in a write of its own; corked, they leave in one write (a system call).
+  const { stream } = (db as unknown as { connection: { stream: Writable } }).connection
+  stream.cork()
+  const sent = queries.map(async ([text, values]) =>
+    values === undefined ? await db.query(text) : await db.query(statement(db, prepared, text, values)))
+  stream.uncork()
+  const settled = await Promise.allSettled(sent)
   const failure = settled.find((result) => result.status === 'rejected')
   if (failure !== undefined) throw failure.reason
   return settled.map((result) => (result as PromiseFulfilledResult<pg.QueryResult>).value)
@@ -159,13 +171,13 @@ export class RowStore {
              SELECT EXISTS (SELECT 1 FROM tombstone) AS first,`
           : 'SELECT true AS first,'
         try {
-          const [, , found] = await pipelined(db, [BEGIN, lockRow(id), [
+          const [, , found] = await pipelined(db, this.io.preparedStatements, [BEGIN, lockRow(id), [
             `${record} ARRAY(${rowTablesQuery('$1', '$2', '$3')} ORDER BY c.relname)::text[] AS tables`,
             [this.schema, TABLE_NAME_PATTERN, this.allowlist(), ...tombstones ? [uid, id] : []]
           ]])
           const { first, tables } = found?.rows[0] as { first: boolean, tables: string[] }
           const deletes: Query[] = first ? tables.map((table) => [`DELETE FROM ONLY ${this.table(table)} WHERE id = $1`, [id]]) : []
-          await pipelined(db, [...deletes, COMMIT])
+          await pipelined(db, this.io.preparedStatements, [...deletes, COMMIT])
           return { kind: 'done' }
         } catch (error) {
           if (!tableChanged(error) || attempt === 2) throw error
@@ -176,10 +188,23 @@ export class RowStore {
     })
   }
 
-  /** Runs a hook call's work within its deadline; every failure becomes a result with a reason. */
+  /**
+   * Runs a hook call's work within its deadline; every failure becomes a result with a reason. When a prepared
+   * statement fails (a pooler that lost it, a table whose new shape its plan cannot take), the work runs once more
+   * with unnamed statements, and the connection is discarded at the end of the call.
+   */
   private async run (work: (db: pg.PoolClient) => Promise<WriteResult>): Promise<WriteResult> {
     try {
-      return await withinDeadline(this.io, work)
+      return await withinDeadline(this.io, async (db) => {
+        try {
+          return await work(db)
+        } catch (error) {
+          if (!preparedStatementFailed(error) || mustDiscard(db)) throw error
+          markBroken(db)
+          await db.query('ROLLBACK') // it may have failed inside a placement's transaction
+          return await work(db)
+        }
+      })
     } catch (error) {
       return classifyFailure(error, this.io)
     }
@@ -227,8 +252,13 @@ export class RowStore {
   }
 
   private async inspect (db: pg.PoolClient, table: string): Promise<{ tombstones: boolean, relation: Relation | undefined }> {
-    const [row] = (await db.query<Relation & { tombstones: boolean, oid: string | null }>(inspectStatement, [this.schema, table])).rows
+    const [row] = (await this.query<Relation & { tombstones: boolean, oid: string | null }>(db, inspectStatement, [this.schema, table])).rows
     return { tombstones: row?.tombstones === true, relation: row?.oid === null || row === undefined ? undefined : row }
+  }
+
+  /** One statement with values, named when PG_PREPARED_STATEMENTS allows (see database/statements.ts). */
+  private async query<R extends pg.QueryResultRow> (db: pg.PoolClient, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return await db.query<R>(statement(db, this.io.preparedStatements, text, values))
   }
 
   /** Runs DDL statements; another hook creating the same at once is no error. */
@@ -250,7 +280,7 @@ export class RowStore {
    */
   private async inPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale' | undefined> {
     const values = [row.id, row.name, row.age, row.country]
-    const [found] = (await db.query<{ sameTable: boolean, matched: boolean }>(
+    const [found] = (await this.query<{ sameTable: boolean, matched: boolean }>(db,
       `SELECT o.tableoid = $5::oid AS "sameTable", (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text) AS matched
        FROM ONLY ${this.table(table)} AS o WHERE o.id = $1`,
       [...values, oid]
@@ -259,7 +289,7 @@ export class RowStore {
     if (!found.sameTable) return 'stale'
     if (found.matched) return { kind: 'done' }
     // An update never brings back a row that a finalize deleted: what it does not write is placed, under the row's lock.
-    const [updated] = (await db.query<{ written: number, kept: boolean }>(
+    const [updated] = (await this.query<{ written: number, kept: boolean }>(db,
       `WITH written AS (
          UPDATE ONLY ${this.table(table)} AS t SET name = $2, age = $3, country = $4
          WHERE t.id = $1 AND t.tableoid = $6::oid AND NOT ${this.finalized()}
@@ -279,13 +309,13 @@ export class RowStore {
    * that could hold the row, that is one round trip; otherwise the copies elsewhere are deleted before COMMIT.
    */
   private async place (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale'> {
-    const [, , alone] = await pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, true), COMMIT])
+    const [, , alone] = await pipelined(db, this.io.preparedStatements, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, true), COMMIT])
     const report = alone?.rows[0] as Placement
     if (report.others.length === 0 || !report.sameTable || report.finalized) return this.placed(report, row, table, uid)
 
-    const [, , moved] = await pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, false)])
+    const [, , moved] = await pipelined(db, this.io.preparedStatements, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, false)])
     const placement = moved?.rows[0] as Placement
-    await pipelined(db, [...placement.others.map((other): Query => [`DELETE FROM ONLY ${this.table(other)} WHERE id = $1`, [row.id]]), COMMIT])
+    await pipelined(db, this.io.preparedStatements, [...placement.others.map((other): Query => [`DELETE FROM ONLY ${this.table(other)} WHERE id = $1`, [row.id]]), COMMIT])
     return this.placed(placement, row, table, uid)
   }
 
