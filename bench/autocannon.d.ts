@@ -15,7 +15,9 @@ declare module 'autocannon' {
     url: string
     connections: number
     /** Seconds. */
-    duration: number
+    duration?: number
+    /** Requests in all, each answered before the run ends; overrides `duration`. */
+    amount?: number
     /** Seconds before a request counts as timed out. */
     timeout?: number
     /** Milliseconds between samples; the end of a run is noticed at a sample. */

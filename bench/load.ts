@@ -1,4 +1,3 @@
-import { readFileSync, writeFileSync } from 'node:fs'
 import { performance } from 'node:perf_hooks'
 import autocannon, { type Request } from 'autocannon'
 import type pg from 'pg'
@@ -12,7 +11,8 @@ export interface Measurement {
   p50Ms: number
   p99Ms: number
   maxMs: number
-  non2xx: number
+  /** Answers with another status than the case expects (200, or 304 for a resync with its ETag). */
+  unexpectedStatus: number
   /** Socket errors, timeouts, and answers that failed the body check. */
   errors: number
 }
@@ -26,7 +26,7 @@ function percentile (sorted: Float64Array, fraction: number): number {
 export interface Sample {
   latenciesMs: number[]
   seconds: number
-  non2xx: number
+  unexpectedStatus: number
   errors: number
 }
 
@@ -40,7 +40,7 @@ export function measurement (samples: readonly Sample[]): Measurement {
     p50Ms: percentile(sorted, 0.5),
     p99Ms: percentile(sorted, 0.99),
     maxMs: sorted.length === 0 ? Number.NaN : sorted[sorted.length - 1] ?? Number.NaN,
-    non2xx: samples.reduce((sum, sample) => sum + sample.non2xx, 0),
+    unexpectedStatus: samples.reduce((sum, sample) => sum + sample.unexpectedStatus, 0),
     errors: samples.reduce((sum, sample) => sum + sample.errors, 0)
   }
 }
@@ -50,32 +50,47 @@ export interface HttpLoad {
   path: string
   /** A fixed body, or a new one for every request. */
   body: string | (() => string)
-  /** A 2xx answer that fails this check counts as an error (a PostgresWriter hook answers 200 with Ready=False). */
+  /** Sent with every request besides `content-type: application/json`, e.g. `if-none-match`. */
+  headers?: Record<string, string>
+  /** The status every answer must have (default 200); another counts as an error. */
+  status?: number
+  /** An answer that fails this check counts as an error (a PostgresWriter hook answers 200 with Ready=False). */
   verifyBody?: (body: string) => boolean
 }
 
+/**
+ * How long a stretch of load lasts: a time, or a number of requests, all answered before it ends (for bodies of
+ * megabytes, where a cut-off stretch would leave CPU time spent on requests it never counts).
+ */
+export type Length = { seconds: number } | { requests: number }
+
 /** Runs autocannon; latencies come from its per-response event, which has sub-millisecond resolution. */
-export async function httpLoad (load: HttpLoad, connections: number, seconds: number): Promise<Sample> {
+export async function httpLoad (load: HttpLoad, connections: number, length: Length): Promise<Sample> {
   const { body } = load
   const request: Request = typeof body === 'string'
     ? { method: 'POST', path: load.path, body }
     : { method: 'POST', path: load.path, setupRequest: (next) => ({ ...next, body: body() }) }
   const latencies: number[] = []
+  const expected = load.status ?? 200
+  let unexpected = 0
   const instance = autocannon({
     url: load.url,
     connections,
-    duration: seconds,
+    ...('seconds' in length ? { duration: length.seconds } : { amount: length.requests }),
     // Above any latency of a run, so that a slow multi-megabyte sync counts as slow, not as failed.
     timeout: 600,
     // autocannon notices the end of a run at its next sample: every 100 ms instead of every second.
     sampleInt: 100,
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...load.headers },
     requests: [request],
     ...(load.verifyBody === undefined ? {} : { verifyBody: load.verifyBody })
   })
-  instance.on('response', (_client, _statusCode, _bytes, milliseconds) => { latencies.push(milliseconds) })
+  instance.on('response', (_client, statusCode, _bytes, milliseconds) => {
+    latencies.push(milliseconds)
+    if (statusCode !== expected) unexpected++
+  })
   const result = await instance
-  return { latenciesMs: latencies, seconds: result.duration, non2xx: result.non2xx, errors: result.errors + result.mismatches }
+  return { latenciesMs: latencies, seconds: result.duration, unexpectedStatus: unexpected, errors: result.errors + result.timeouts + result.mismatches }
 }
 
 /** `connections` workers, each running `query` on the pool back to back: the database's own limit. */
@@ -97,26 +112,5 @@ export async function poolLoad (pool: pg.Pool, query: () => [string, unknown[]],
     }
   }
   await Promise.all(Array.from({ length: connections }, worker))
-  return { latenciesMs: latencies, seconds: (performance.now() - start) / 1000, non2xx: 0, errors }
-}
-
-/** CPU time a process has used, user and system, all threads (/proc/<pid>/stat counts in 1/100 s on Linux). */
-export function cpuMs (pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
-  return (Number(fields[11]) + Number(fields[12])) * 10
-}
-
-/**
- * The peak resident set of a process since the last reset (Linux only): writing 5 to clear_refs resets VmHWM,
- * the high-water mark in /proc/<pid>/status.
- */
-export const peakRss = {
-  reset (pid: number): void {
-    writeFileSync(`/proc/${pid}/clear_refs`, '5')
-  },
-  readMiB (pid: number): number {
-    const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
-    if (match === null) throw new Error(`no VmHWM in /proc/${pid}/status`)
-    return Number(match[1]) / 1024
-  }
+  return { latenciesMs: latencies, seconds: (performance.now() - start) / 1000, unexpectedStatus: 0, errors }
 }

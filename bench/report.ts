@@ -1,20 +1,20 @@
 import type { Measurement } from './load.js'
 
-/** The benchmark's table and its verdict on each target of issue 5. */
+/** The benchmark's table and its verdict on each target (issue 12, and issue 10's memory limit). */
 
-export type Kind = 'hook' | 'parse-only' | 'pg loop'
+export type SideName = 'ours' | 'ours, ETag' | 'fastify peer' | 'node:http peer' | 'naive hook' | 'pg loop'
 
 export interface Row extends Measurement {
   case: string
-  kind: Kind
+  side: SideName
   concurrency: number
-  /** The hook server's peak resident set during this run; null for the pg loop, which runs without it. */
+  /** The side's process's peak resident set during this row; null for the pg loop, which runs in the bench. */
   peakRssMiB: number | null
-  /** The hook server's CPU time (all threads, 10 ms ticks) over the requests it answered; null for the pg loop. */
+  /** The side's process's CPU time (all threads, 10 ms ticks) over the requests it answered; null for the pg loop. */
   serverCpuMsPerRequest: number | null
-  /** A hook's requests/s over its baseline's (parse-only, or the pg loop) in the same run at the same concurrency. */
-  ratioToBaseline: number | null
-  /** Any non-2xx answer, socket error or failed body check. */
+  /** For this server's rows: the peer its ratios are taken against (same case, same concurrency, same run). */
+  reference: SideName | null
+  /** An answer with an unexpected status, a socket error or a failed body check. */
   failed: boolean
 }
 
@@ -26,45 +26,70 @@ export interface Target {
 
 export interface RunFacts {
   rows: Row[]
-  compositeCases: string[]
-  /** The unchanged resyncs, hook and pg loop, and the row writes (n_tup_ins + n_tup_upd + n_tup_del) they caused. */
+  /** This server's unchanged resyncs and the pg loop's statements, and the row writes those resyncs caused. */
   resync: { rowWrites: number, hookRequests: number, loopQueries: number }
-  wholeRunPeakRssMiB: number
-  startupPeakRssMiB: number
+  /** Per process, over the whole run. */
+  wholeRunPeakRssMiB: Record<string, number>
+  /** The Deployment's memory limit. */
+  memoryLimitMiB: number
 }
 
-const LARGE_PODSET = 'PodSet 2,000 pods'
+const PEERS: SideName[] = ['fastify peer', 'node:http peer']
+const ETAG_SIZES = ['PodSet 100 pods', 'PodSet 2,000 pods']
 
-const percent = (ratio: number | null): string => ratio === null ? '–' : `${Math.round(ratio * 100)}%`
+const times = (ratio: number | undefined): string => ratio === undefined || Number.isNaN(ratio) ? '–' : `${ratio.toFixed(2)}×`
 const ms = (value: number): string => Number.isNaN(value) ? '–' : value.toFixed(2)
 const rate = (value: number): string => value >= 100 ? value.toFixed(0) : value.toFixed(1)
 
+function find (rows: readonly Row[], name: string, side: SideName, concurrency: number): Row | undefined {
+  return rows.find((row) => row.case === name && row.side === side && row.concurrency === concurrency)
+}
+
+interface Ratios { requestsPerSecond: number, cpu: number | undefined, rss: number | undefined }
+
+function ratio (a: number | null | undefined, b: number | null | undefined): number | undefined {
+  return a === null || a === undefined || b === null || b === undefined || b === 0 ? undefined : a / b
+}
+
+/** A row of this server over its reference peer's row: requests/s, CPU per request, peak RSS. */
+function ratiosToReference (rows: readonly Row[], row: Row): Ratios | undefined {
+  const peer = row.reference === null ? undefined : find(rows, row.case, row.reference, row.concurrency)
+  if (peer === undefined) return undefined
+  return {
+    requestsPerSecond: row.requestsPerSecond / peer.requestsPerSecond,
+    cpu: ratio(row.serverCpuMsPerRequest, peer.serverCpuMsPerRequest),
+    rss: ratio(row.peakRssMiB, peer.peakRssMiB)
+  }
+}
+
 export function table (rows: readonly Row[]): string {
-  const header = ['case', 'baseline', 'conc', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'non-2xx', 'errors', 'peak RSS MiB', 'server CPU ms/req', 'vs baseline']
-  const lines = rows.map((row) => [
-    row.case,
-    row.kind === 'hook' ? '' : row.kind,
-    String(row.concurrency),
-    rate(row.requestsPerSecond),
-    ms(row.p50Ms),
-    ms(row.p99Ms),
-    ms(row.maxMs),
-    String(row.non2xx),
-    String(row.errors),
-    row.peakRssMiB === null ? '–' : row.peakRssMiB.toFixed(0),
-    row.serverCpuMsPerRequest === null ? '–' : row.serverCpuMsPerRequest.toFixed(3),
-    `${percent(row.ratioToBaseline)}${row.failed ? ' FAILED' : ''}`
-  ])
+  const header = ['case', 'side', 'conc', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'peak RSS MiB', 'CPU ms/req', 'vs peer: req/s', 'CPU', 'RSS']
+  const lines = rows.map((row) => {
+    const ratios = ratiosToReference(rows, row)
+    return [
+      row.case,
+      row.side,
+      String(row.concurrency),
+      rate(row.requestsPerSecond),
+      ms(row.p50Ms),
+      ms(row.p99Ms),
+      ms(row.maxMs),
+      `${row.unexpectedStatus + row.errors}${row.failed ? ' FAILED' : ''}`,
+      row.peakRssMiB === null ? '–' : row.peakRssMiB.toFixed(0),
+      row.serverCpuMsPerRequest === null ? '–' : row.serverCpuMsPerRequest.toFixed(3),
+      ratios === undefined ? '' : `${times(ratios.requestsPerSecond)} ${row.reference === 'fastify peer' ? 'fastify' : 'naive'}`,
+      ratios === undefined ? '' : times(ratios.cpu),
+      ratios === undefined ? '' : times(ratios.rss)
+    ]
+  })
   const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => line[column]?.length ?? 0)))
   const format = (cells: string[]): string => cells.map((cell, column) => column < 2 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0)).join('  ')
   return [format(header), format(widths.map((width) => '-'.repeat(width))), ...lines.map(format)].join('\n')
 }
 
-function find (rows: readonly Row[], name: string, kind: Kind, concurrency: number): Row | undefined {
-  return rows.find((row) => row.case === name && row.kind === kind && row.concurrency === concurrency)
-}
+interface Check { label: string, value: number | undefined, met: (value: number) => boolean, show: (value: number) => string }
 
-function verdict (target: string, checks: Array<{ label: string, value: number | undefined, met: (value: number) => boolean, show: (value: number) => string }>): Target {
+function verdict (target: string, checks: Check[]): Target {
   const measured = checks.filter((check) => check.value !== undefined && !Number.isNaN(check.value))
   if (measured.length === 0) return { target, verdict: 'not measured', figure: 'no such case in this run' }
   return {
@@ -74,58 +99,52 @@ function verdict (target: string, checks: Array<{ label: string, value: number |
   }
 }
 
+/** One check per row of `side` in the cases named, at every concurrency measured. */
+function perRow (rows: readonly Row[], cases: (name: string) => boolean, side: SideName, value: (row: Row) => number | undefined, met: (value: number) => boolean, show: (value: number) => string): Check[] {
+  return rows.filter((row) => row.side === side && cases(row.case)).map((row) => ({ label: `${row.case} @${row.concurrency}`, value: value(row), met, show }))
+}
+
+const peerRows = (rows: readonly Row[], row: Row): Row[] => PEERS.map((peer) => find(rows, row.case, peer, row.concurrency)).filter((peer) => peer !== undefined)
+
 export function targets (facts: RunFacts): Target[] {
   const { rows } = facts
-  const hookRows = rows.filter((row) => row.kind === 'hook')
-  const postgresWriterCases = [...new Set(rows.filter((row) => row.kind === 'pg loop').map((row) => row.case))]
+  const podSet = (name: string): boolean => name.startsWith('PodSet')
+  const minOf = (values: Array<number | null>): number | undefined => {
+    const present = values.filter((value): value is number => value !== null)
+    return present.length === 0 ? undefined : Math.min(...present)
+  }
+  const oursOver = (row: Row, peer: SideName, field: 'serverCpuMsPerRequest' | 'requestsPerSecond'): number | undefined =>
+    ratio(row[field], find(rows, row.case, peer, row.concurrency)?.[field])
+  const etagRow = (row: Row): Row | undefined => find(rows, row.case, 'ours, ETag', row.concurrency)
+  const bestPeerRate = (row: Row): number | undefined => {
+    const rates = peerRows(rows, row).map((peer) => peer.requestsPerSecond)
+    return rates.length === 0 ? undefined : Math.max(...rates)
+  }
   return [
-    verdict('Composite steady state: >= 70% of the parse-only baseline\'s requests/s at concurrency 16',
-      facts.compositeCases.map((name) => ({
-        label: name,
-        value: find(rows, name, 'hook', 16)?.ratioToBaseline ?? undefined,
-        met: (ratio) => ratio >= 0.7,
-        show: percent
-      }))),
-    verdict('Composite steady state: p99 < 10 ms at concurrency 16 (PodSet 2,000 pods has its own bound)',
-      facts.compositeCases.filter((name) => name !== LARGE_PODSET).map((name) => ({
-        label: name,
-        value: find(rows, name, 'hook', 16)?.p99Ms,
-        met: (p99) => p99 < 10,
-        show: (p99) => `${ms(p99)} ms`
-      }))),
-    verdict('PodSet 2,000 pods: p99 < 100 ms (concurrency 1: one sync at a time, as one parent is synced)', [{
-      label: LARGE_PODSET,
-      value: find(rows, LARGE_PODSET, 'hook', 1)?.p99Ms,
-      met: (p99) => p99 < 100,
-      show: (p99) => `${ms(p99)} ms`
+    verdict('Changed requests: server CPU per request <= 1.0x the minimal fastify hook\'s (PodSet 10, 100 and 2,000 pods)',
+      perRow(rows, podSet, 'ours', (row) => oursOver(row, 'fastify peer', 'serverCpuMsPerRequest'), (r) => r <= 1.0, times)),
+    verdict('Peak RSS <= the peers\' (the smaller of fastify\'s and node:http\'s) at every size and concurrency',
+      perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, minOf(peerRows(rows, row).map((peer) => peer.peakRssMiB))), (r) => r <= 1.0, times)),
+    verdict(`Peak RSS under the Deployment's memory limit (${facts.memoryLimitMiB} MiB) over the whole run`, [{
+      label: 'this server',
+      value: facts.wholeRunPeakRssMiB.ours,
+      met: (peak) => peak < facts.memoryLimitMiB,
+      show: (peak) => `${peak.toFixed(0)} MiB (peers: ${PEERS.map((peer) => `${peer} ${facts.wholeRunPeakRssMiB[peer]?.toFixed(0) ?? '–'} MiB`).join(', ')})`
     }]),
-    verdict('PostgresWriter sync: >= 80% of the plain pg loop\'s requests/s at the same concurrency',
-      postgresWriterCases.flatMap((name) => hookRows.filter((row) => row.case === name).map((row) => ({
-        label: `${name} @${row.concurrency}`,
-        value: row.ratioToBaseline ?? undefined,
-        met: (ratio) => ratio >= 0.8,
-        show: percent
-      })))),
+    verdict('Unchanged resync with its ETag: >= 10x the peers\' requests/s (PodSet 100 and 2,000 pods)',
+      perRow(rows, (name) => ETAG_SIZES.includes(name), 'ours', (row) => ratio(etagRow(row)?.requestsPerSecond, bestPeerRate(row)), (r) => r >= 10, times)),
+    verdict('Unchanged resync with its ETag: <= 1/10 of the peers\' CPU per request (PodSet 100 and 2,000 pods)',
+      perRow(rows, (name) => ETAG_SIZES.includes(name), 'ours', (row) => ratio(etagRow(row)?.serverCpuMsPerRequest, minOf(peerRows(rows, row).map((peer) => peer.serverCpuMsPerRequest))), (r) => r <= 0.1, times)),
+    verdict('PostgresWriter unchanged resync: >= 0.9x the naive hook\'s requests/s (issue 12.4: measured here, met there)',
+      perRow(rows, (name) => name === 'PostgresWriter unchanged resync', 'ours', (row) => oursOver(row, 'naive hook', 'requestsPerSecond'), (r) => r >= 0.9, times)),
+    verdict('PostgresWriter create: >= 0.8x the naive hook\'s requests/s (issue 12.4: measured here, met there)',
+      perRow(rows, (name) => name === 'PostgresWriter create', 'ours', (row) => oursOver(row, 'naive hook', 'requestsPerSecond'), (r) => r >= 0.8, times)),
     {
       target: 'PostgresWriter unchanged resync: zero row writes (pg_stat_user_tables)',
       verdict: facts.resync.hookRequests === 0 ? 'not measured' : facts.resync.rowWrites === 0 ? 'met' : 'not met',
       figure: `${facts.resync.rowWrites} row writes over ${facts.resync.hookRequests.toLocaleString('en')} hook resyncs and ${facts.resync.loopQueries.toLocaleString('en')} pg loop statements`
-    },
-    {
-      target: 'Peak RSS of the hook server over the whole run < 200 MiB',
-      verdict: facts.wholeRunPeakRssMiB < 200 ? 'met' : 'not met',
-      figure: `${facts.wholeRunPeakRssMiB.toFixed(0)} MiB (${facts.startupPeakRssMiB.toFixed(0)} MiB at start-up; ${peakRssByCase(rows)})`
     }
   ]
-}
-
-/** The highest peak of each case, to show which one sets the whole run's. */
-function peakRssByCase (rows: readonly Row[]): string {
-  const peaks = new Map<string, number>()
-  for (const row of rows) {
-    if (row.peakRssMiB !== null) peaks.set(row.case, Math.max(peaks.get(row.case) ?? 0, row.peakRssMiB))
-  }
-  return [...peaks].map(([name, peak]) => `${name} ${peak.toFixed(0)}`).join(', ')
 }
 
 export function targetLines (list: readonly Target[]): string {

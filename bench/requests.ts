@@ -17,6 +17,8 @@ export interface CompositeCase {
   path: string
   /** Built on demand: the largest takes a second and 11 MB. */
   body: () => string
+  /** The peers compute this answer too (PodSet); the other composites are measured on this server alone. */
+  peers: boolean
   /**
    * A multi-megabyte body: measured last (the heap it leaves behind would count in the other cases' peak RSS), and in
    * one slice per run.
@@ -30,11 +32,12 @@ export function compositeCases (): CompositeCase[] {
     name: `PodSet ${pods.toLocaleString('en')} pods`,
     path: '/podset/sync',
     body: () => JSON.stringify(podSetRequest({ replicas: pods })),
+    peers: true,
     large: pods >= 1000
   })
   return [
-    { name: 'BookStore', path: '/bookstore/sync', body: () => JSON.stringify(fixture('bookstore', 'steady-state')), large: false },
-    { name: 'PulsarConsumer', path: '/pulsar-consumer/sync', body: () => JSON.stringify(fixture('pulsar-consumer', 'sync-steady')), large: false },
+    { name: 'BookStore', path: '/bookstore/sync', body: () => JSON.stringify(fixture('bookstore', 'steady-state')), peers: false, large: false },
+    { name: 'PulsarConsumer', path: '/pulsar-consumer/sync', body: () => JSON.stringify(fixture('pulsar-consumer', 'sync-steady')), peers: false, large: false },
     podSet(10),
     podSet(100),
     podSet(2000)

@@ -1,3 +1,4 @@
+import { deepStrictEqual } from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
@@ -6,21 +7,23 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { loadConfig } from '../hooks/config.js'
-import { freePort } from '../hooks/database/embedded.js'
 import { startPostgres } from '../test/helpers/postgres-process.js'
-import { startServer as startServerProcess, waitForReadiness } from '../test/helpers/server-process.js'
-import { cpuMs, httpLoad, measurement, peakRss, poolLoad, type HttpLoad, type Measurement, type Sample } from './load.js'
-import { table, targetLines, targets, type Kind, type Row } from './report.js'
+import { startServer as startServerProcess } from '../test/helpers/server-process.js'
+import { deployment } from '../test/helpers/deployment.js'
+import { httpLoad, measurement, poolLoad, type HttpLoad, type Length, type Sample } from './load.js'
+import { table, targetLines, targets, type Row, type SideName } from './report.js'
 import { compositeCases, postgresWriterCreate, postgresWriterResync, type CompositeCase } from './requests.js'
 
 /**
- * `npm run bench` (after `npm run build`): the production server from dist/ in its own process, a real PostgreSQL,
- * autocannon at concurrency 1, 16 and 64, each case next to its baseline measured in the same run.
- * BENCH_DURATION (seconds per run, default 5), BENCH_CASES (a regular expression on case names),
- * BENCH_CPU_PROF (a folder: the server runs with `node --cpu-prof` and writes its profile there on exit).
+ * `npm run bench` (after `npm run build`): this server from dist/ in its own process, started as the Deployment
+ * starts it (its NODE_OPTIONS), next to peers that compute the same answers in processes of their own (bench/peers/),
+ * against a real PostgreSQL; autocannon at concurrency 1, 5 and 16; the sides of a case alternate in one run.
+ * BENCH_DURATION (seconds per side and concurrency, default 5), BENCH_CASES (a regular expression on case names),
+ * BENCH_CPU_PROF (a folder: this server runs with `node --cpu-prof` and writes its profile there on exit).
  */
 
-const CONCURRENCY = [1, 16, 64]
+// One sync at a time; Metacontroller's default of 5 workers; a burst of 16.
+const CONCURRENCY = [1, 5, 16]
 // PostgreSQL's PGSTAT_IDLE_INTERVAL (10 s), plus a margin: see rowWrites().
 const STATS_FLUSH_MS = 11_000
 const root = join(import.meta.dirname, '..')
@@ -33,44 +36,41 @@ const selected = (name: string): boolean => casePattern.test(name)
 
 const log = (line: string): void => { process.stdout.write(`${line}\n`) }
 
-interface HookServer {
+/** A server process the bench measures: CPU time and peak RSS from /proc. */
+interface MeasuredProcess {
+  name: string
   url: string
-  /** Runs `work` and returns the server's peak RSS (MiB) and CPU time (ms) during it. */
+  /** Runs `work` and returns the process's peak RSS (MiB) and CPU time (ms) during it. */
   measured: <T>(work: () => Promise<T>) => Promise<[T, number, number]>
-  /** The peak RSS from start until the server answered /readyz. */
-  startupPeakRssMiB: number
   wholeRunPeakRssMiB: () => number
-  /** Resolves once the server answers at once again (a run's cut-off connections may leave it work). */
+  /** Resolves once the process answers at once again (a run's cut-off connections may leave it work). */
   idle: () => Promise<void>
   stop: () => Promise<void>
 }
 
-async function startServer (env: NodeJS.ProcessEnv): Promise<HookServer> {
-  const profileDir = process.env.BENCH_CPU_PROF
-  const profile = profileDir === undefined || profileDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
-  // stdout (one log line per hook call, as in production) is dropped. bench/server.js opens no probe port (probePort 0):
-  // health and readiness are asked on the hook port.
-  const server = await startServerProcess({ entry: 'bench/server.js', nodeArgs: profile, env, port: Number(env.PORT), probePort: 0, output: 'discard' })
-  await waitForReadiness(server, 200, 30_000)
-  const { pid, url } = server
-
+async function startProcess (name: string, entry: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<MeasuredProcess> {
+  // stdout (one log line per hook call for this server, as in production) is dropped. No side opens a probe port
+  // (probePort 0): health is asked on the hook port.
+  const server = await startServerProcess({ entry, nodeArgs, env, probePort: 0, output: 'discard' })
+  const { url } = server
   // Every reset first reads the peak since the last one, so the whole run's peak covers warm-ups and pauses too.
   let wholeRunPeak = 0
   const readPeak = (): number => {
-    const peak = peakRss.readMiB(pid)
+    const peak = server.peakRssMiB()
     wholeRunPeak = Math.max(wholeRunPeak, peak)
     return peak
   }
+  readPeak()
   return {
+    name,
     url,
     measured: async (work) => {
       readPeak()
-      peakRss.reset(pid)
-      const cpuBefore = cpuMs(pid)
+      server.resetPeakRss()
+      const cpuBefore = server.cpuMs()
       const result = await work()
-      return [result, readPeak(), cpuMs(pid) - cpuBefore]
+      return [result, readPeak(), server.cpuMs() - cpuBefore]
     },
-    startupPeakRssMiB: readPeak(),
     wholeRunPeakRssMiB: () => {
       readPeak()
       return wholeRunPeak
@@ -81,15 +81,17 @@ async function startServer (env: NodeJS.ProcessEnv): Promise<HookServer> {
         await fetch(`${url}/healthz`)
         if (performance.now() - sent < 20) return
       }
-      throw new Error('the bench server stayed busy for 2 minutes after a run')
+      throw new Error(`${name} stayed busy for 2 minutes after a run`)
     },
     stop: async () => { await server.stop() }
   }
 }
 
-async function post (url: string, body: string): Promise<{ status: number, text: string }> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
-  return { status: response.status, text: await response.text() }
+interface Answer { status: number, etag: string | null, text: string }
+
+async function post (url: string, body: string, headers: Record<string, string> = {}): Promise<Answer> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
+  return { status: response.status, etag: response.headers.get('etag'), text: await response.text() }
 }
 
 const rowWritten = (body: string): boolean => body.includes('"reason":"RowWritten"')
@@ -126,28 +128,15 @@ async function rowWrites (pool: pg.Pool, schema: string, table: string): Promise
   return Number(result.rows[0]?.writes ?? 0)
 }
 
-/** What the hook server used during the slices of one side. */
-interface ServerUse {
-  peakRssMiB: number
-  cpuMs: number
+/** One side of a case: a hook server (this one, with or without its ETag, or a peer), or the pg loop. */
+interface Side {
+  name: SideName
+  process: MeasuredProcess | undefined
+  run: (concurrency: number, length: Length) => Promise<Sample>
 }
 
-function tableRow (name: string, kind: Kind, concurrency: number, measured: Measurement, server: ServerUse | null, baseline?: Measurement): Row {
-  return {
-    case: name,
-    kind,
-    concurrency,
-    ...measured,
-    peakRssMiB: server?.peakRssMiB ?? null,
-    serverCpuMsPerRequest: server === null || measured.requests === 0 ? null : server.cpuMs / measured.requests,
-    ratioToBaseline: baseline === undefined ? null : measured.requestsPerSecond / baseline.requestsPerSecond,
-    failed: measured.non2xx > 0 || measured.errors > 0
-  }
-}
-
-function progress (row: Row): void {
-  log(`  ${row.case} ${row.kind} @${row.concurrency}: ${row.requestsPerSecond.toFixed(1)} req/s, p99 ${row.p99Ms.toFixed(2)} ms${row.failed ? `, FAILED (${row.non2xx} non-2xx, ${row.errors} errors)` : ''}`)
-}
+const onProcess = (name: SideName, process: MeasuredProcess, load: Omit<HttpLoad, 'url'>): Side =>
+  ({ name, process, run: async (concurrency, length) => await httpLoad({ ...load, url: process.url }, concurrency, length) })
 
 const started = Date.now()
 let databaseUrl = process.env.DATABASE_URL ?? ''
@@ -158,10 +147,12 @@ if (databaseUrl === '') {
   stopDatabase = postgres.remove
 }
 
-// A schema of this run's own, dropped at the end, so that DATABASE_URL may point at a database in use.
+// Schemas of this run's own, dropped at the end, so that DATABASE_URL may point at a database in use. The naive
+// hook writes in a schema of its own, so that the row writes counted for this server's resyncs are its own.
 const schema = `bench_${randomBytes(4).toString('hex')}`
-const serverEnv: NodeJS.ProcessEnv = { ...process.env, DATABASE_URL: databaseUrl, PG_SCHEMA: schema, HOST: '127.0.0.1', PORT: String(await freePort()) }
-const config = loadConfig(serverEnv)
+const naiveSchema = `${schema}_naive`
+const databaseEnv = { DATABASE_URL: databaseUrl, HOST: '127.0.0.1' }
+const config = loadConfig({ ...process.env, ...databaseEnv, PG_SCHEMA: schema })
 const admin = new pg.Pool({ connectionString: databaseUrl, max: 2 })
 // The pg loop's pool: the same size as the hook server's.
 const loopPool = new pg.Pool({ connectionString: databaseUrl, max: config.database.poolMax })
@@ -171,88 +162,115 @@ const rows: Row[] = []
 const failures: string[] = []
 const resync = { rowWrites: 0, hookRequests: 0, loopQueries: 0 }
 
-/** One side of a comparison: a stretch of load at a concurrency, on the hook server or straight on the database. */
-interface Side {
-  kind: Kind
-  onServer: boolean
-  run: (concurrency: number, seconds: number) => Promise<Sample>
-}
-
+/** What a side's slices add up to at one concurrency. */
 interface SideRecord {
   samples: Sample[]
-  server: ServerUse | null
+  peakRssMiB: number | null
+  cpuMs: number
 }
 
-const onServer = (kind: Kind, load: HttpLoad): Side => ({ kind, onServer: true, run: async (concurrency, time) => await httpLoad(load, concurrency, time) })
-
 /**
- * Measures a hook against its baseline at every concurrency. The two alternate in slices of about a second, so that
- * both see the same share of a busy machine; one slice for a multi-megabyte body, where every cut-off slice would
- * leave the server seconds of work to finish before the next.
+ * Measures the sides of a case at every concurrency. They alternate in slices of about a second, so that each sees
+ * the same share of a busy machine. A multi-megabyte body (`large`) runs in one slice per side of twice as many
+ * requests as connections (at least 4), all answered: a cut-off slice would leave CPU time spent on requests it never
+ * counts.
  */
-async function compare (server: HookServer, name: string, baseline: Side, hook: Side, slices: number): Promise<void> {
-  for (const side of [baseline, hook]) {
-    await server.idle()
-    await side.run(16, warmupSeconds)
+async function compare (name: string, sides: Side[], large: boolean, reference?: SideName): Promise<void> {
+  const slices = large ? 1 : Math.max(1, Math.round(seconds))
+  const length = (concurrency: number): Length => large ? { requests: Math.max(4, 2 * concurrency) } : { seconds: seconds / slices }
+  for (const side of sides) {
+    await side.process?.idle()
+    await side.run(large ? 1 : 5, large ? { requests: 1 } : { seconds: warmupSeconds })
   }
   for (const concurrency of CONCURRENCY) {
-    const baselineRecord: SideRecord = { samples: [], server: null }
-    const hookRecord: SideRecord = { samples: [], server: null }
+    const records = sides.map((): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0 }))
     for (let slice = 0; slice < slices; slice++) {
-      for (const [side, record] of [[baseline, baselineRecord], [hook, hookRecord]] as const) {
-        await server.idle()
-        if (side.onServer) {
-          const [sample, peak, cpu] = await server.measured(async () => await side.run(concurrency, seconds / slices))
-          record.samples.push(sample)
-          record.server = { peakRssMiB: Math.max(record.server?.peakRssMiB ?? 0, peak), cpuMs: (record.server?.cpuMs ?? 0) + cpu }
-        } else {
-          record.samples.push(await side.run(concurrency, seconds / slices))
+      for (const [index, side] of sides.entries()) {
+        const record = records[index] as SideRecord
+        if (side.process === undefined) {
+          record.samples.push(await side.run(concurrency, length(concurrency)))
+          continue
         }
+        await side.process.idle()
+        const [sample, peak, cpu] = await side.process.measured(async () => await side.run(concurrency, length(concurrency)))
+        record.samples.push(sample)
+        record.peakRssMiB = Math.max(record.peakRssMiB ?? 0, peak)
+        record.cpuMs += cpu
       }
     }
-    const baselineMeasurement = measurement(baselineRecord.samples)
-    const level = [
-      tableRow(name, baseline.kind, concurrency, baselineMeasurement, baselineRecord.server),
-      tableRow(name, hook.kind, concurrency, measurement(hookRecord.samples), hookRecord.server, baselineMeasurement)
-    ]
-    level.forEach(progress)
+    const level = sides.map((side, index): Row => {
+      const record = records[index] as SideRecord
+      const measured = measurement(record.samples)
+      return {
+        case: name,
+        side: side.name,
+        concurrency,
+        ...measured,
+        peakRssMiB: record.peakRssMiB,
+        serverCpuMsPerRequest: side.process === undefined || measured.requests === 0 ? null : record.cpuMs / measured.requests,
+        reference: null,
+        failed: measured.unexpectedStatus > 0 || measured.errors > 0
+      }
+    })
+    const referenceRow = level.find((row) => row.side === reference)
+    for (const row of level) {
+      if (referenceRow !== undefined && row.side.startsWith('ours')) row.reference = referenceRow.side
+      progress(row)
+    }
     rows.push(...level)
   }
 }
 
-/** Sends one request once the server is idle; a refusal is recorded as the case's failure. */
-async function preflight (server: HookServer, name: string, load: HttpLoad, check: (body: string) => boolean = () => true): Promise<string | undefined> {
-  await server.idle()
-  const body = typeof load.body === 'string' ? load.body : load.body()
-  const answer = await post(`${load.url}${load.path}`, body)
-  if (answer.status === 200 && check(answer.text)) return answer.text
-  failures.push(`${name}: ${load.path} answered ${answer.status}: ${answer.text.slice(0, 500)}`)
+function progress (row: Row): void {
+  log(`  ${row.case}, ${row.side} @${row.concurrency}: ${row.requestsPerSecond.toFixed(1)} req/s, p99 ${row.p99Ms.toFixed(2)} ms, ` +
+    `${row.serverCpuMsPerRequest?.toFixed(3) ?? '–'} CPU ms/req, ${row.peakRssMiB?.toFixed(0) ?? '–'} MiB` +
+    `${row.failed ? `, FAILED (${row.unexpectedStatus} unexpected status, ${row.errors} errors)` : ''}`)
+}
+
+/** Sends one request once the process is idle; a refusal is recorded as the case's failure. */
+async function preflight (name: string, process: MeasuredProcess, path: string, body: string, check: (answer: Answer) => boolean = () => true): Promise<Answer | undefined> {
+  await process.idle()
+  const answer = await post(`${process.url}${path}`, body)
+  if (answer.status === 200 && check(answer)) return answer
+  failures.push(`${name}: ${process.name} ${path} answered ${answer.status}: ${answer.text.slice(0, 500)}`)
   return undefined
 }
 
-const pgLoop = (query: () => [string, unknown[]]): Side => ({ kind: 'pg loop', onServer: false, run: async (concurrency, time) => await poolLoad(loopPool, query, concurrency, time) })
-const slices = Math.max(1, Math.round(seconds))
+const pgLoop = (query: () => [string, unknown[]]): Side => ({
+  name: 'pg loop',
+  process: undefined,
+  run: async (concurrency, length) => await poolLoad(loopPool, query, concurrency, 'seconds' in length ? length.seconds : seconds)
+})
+const profileDir = process.env.BENCH_CPU_PROF
+const profile = profileDir === undefined || profileDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
+const manifest = deployment()
 
-let server: HookServer | undefined
-let wholeRunPeakRssMiB = 0
-let startupPeakRssMiB = 0
+const processes: MeasuredProcess[] = []
+const wholeRunPeakRssMiB: Record<string, number> = {}
 let resyncEnded: number | undefined
 let resyncBefore = 0
 let resyncTable = ''
 try {
-  server = await startServer(serverEnv)
-  log(`bench: ${seconds} s per run, concurrency ${CONCURRENCY.join('/')}, pool ${config.database.poolMax}, server at ${server.url}`)
+  const [ours, fastifyPeer, httpPeer] = await Promise.all([
+    startProcess('ours', 'bench/server.js', { ...databaseEnv, PG_SCHEMA: schema, NODE_OPTIONS: manifest.nodeOptions }, profile),
+    startProcess('fastify peer', 'bench/peers/fastify-hook.js', { ...databaseEnv, PG_SCHEMA: naiveSchema, PG_POOL_MAX: String(config.database.poolMax) }),
+    startProcess('node:http peer', 'bench/peers/http-hook.js', {})
+  ])
+  processes.push(ours, fastifyPeer, httpPeer)
+  log(`bench: ${seconds} s per side and concurrency, concurrency ${CONCURRENCY.join('/')}, pool ${config.database.poolMax}, ` +
+    `this server with NODE_OPTIONS='${manifest.nodeOptions}' (the Deployment's, limit ${manifest.memoryLimitMiB} MiB)`)
 
   const resyncName = 'PostgresWriter unchanged resync'
   if (selected(resyncName)) {
     const request = postgresWriterResync()
     resyncTable = request.object.spec.table
-    const load: HttpLoad = { url: server.url, path: '/postgres-writer/sync', body: JSON.stringify(request), verifyBody: rowWritten }
+    const path = '/postgres-writer/sync'
     // The first sync writes the row; its answer is the status that every later, unchanged resync observes.
-    const first = await preflight(server, resyncName, load, rowWritten)
-    if (first !== undefined) {
-      request.object.status = (JSON.parse(first) as { status: unknown }).status
-      load.body = JSON.stringify(request)
+    const first = await preflight(resyncName, ours, path, JSON.stringify(request), (answer) => rowWritten(answer.text))
+    const naive = await preflight(resyncName, fastifyPeer, path, JSON.stringify(request))
+    if (first !== undefined && naive !== undefined) {
+      request.object.status = (JSON.parse(first.text) as { status: unknown }).status
+      const body = JSON.stringify(request)
       // In this run's fresh schema, the first non-zero count is that first sync's insert, once published.
       for (const deadline = Date.now() + STATS_FLUSH_MS + 5000; resyncBefore === 0 && Date.now() < deadline; await sleep(200)) {
         resyncBefore = await rowWrites(admin, schema, resyncTable)
@@ -261,21 +279,42 @@ try {
       const { name: person, age, country } = request.object.spec
       const sql = rowStatements.updateInPlace(schema, resyncTable)
       const query = (): [string, unknown[]] => { resync.loopQueries++; return [sql, [`${namespace}/${name}`, person, age, country]] }
-      await compare(server, resyncName, pgLoop(query), onServer('hook', load), slices)
+      await compare(resyncName, [
+        onProcess('ours', ours, { path, body, verifyBody: rowWritten }),
+        onProcess('naive hook', fastifyPeer, { path, body, verifyBody: rowWritten }),
+        pgLoop(query)
+      ], false, 'naive hook')
       resyncEnded = Date.now()
-      resync.hookRequests = rows.filter((row) => row.case === resyncName && row.kind === 'hook').reduce((sum, row) => sum + row.requests, 0)
+      resync.hookRequests = rows.filter((row) => row.case === resyncName && row.side === 'ours').reduce((sum, row) => sum + row.requests, 0)
     }
   }
 
   const composites = compositeCases().filter((c) => selected(c.name))
-  const measureComposite = async (composite: CompositeCase, hookServer: HookServer): Promise<void> => {
+  const measureComposite = async (composite: CompositeCase): Promise<void> => {
     const body = composite.body()
-    const hook: HttpLoad = { url: hookServer.url, path: composite.path, body }
-    const parseOnly: HttpLoad = { url: hookServer.url, path: '/bench/parse-only', body }
-    if (await preflight(hookServer, composite.name, hook) === undefined || await preflight(hookServer, composite.name, parseOnly) === undefined) return
-    await compare(hookServer, composite.name, onServer('parse-only', parseOnly), onServer('hook', hook), composite.large ? 1 : slices)
+    const { path } = composite
+    const answer = await preflight(composite.name, ours, path, body)
+    if (answer === undefined) return
+    const sides = [onProcess('ours', ours, { path, body })]
+    // An answer without an ETag (a server before issue 12) leaves the ETag targets not measured.
+    if (answer.etag !== null) sides.push(onProcess('ours, ETag', ours, { path, body, headers: { 'if-none-match': answer.etag }, status: 304 }))
+    if (composite.peers) {
+      // The peers must give the very answer this server gives, or the comparison would be of different work.
+      for (const peer of [fastifyPeer, httpPeer]) {
+        const peerAnswer = await preflight(composite.name, peer, path, body)
+        if (peerAnswer === undefined) return
+        try {
+          deepStrictEqual(JSON.parse(peerAnswer.text), JSON.parse(answer.text))
+        } catch {
+          failures.push(`${composite.name}: ${peer.name} answered differently from this server`)
+          return
+        }
+      }
+      sides.push(onProcess('fastify peer', fastifyPeer, { path, body }), onProcess('node:http peer', httpPeer, { path, body }))
+    }
+    await compare(composite.name, sides, composite.large, composite.peers ? 'fastify peer' : undefined)
   }
-  for (const composite of composites.filter((c) => !c.large)) await measureComposite(composite, server)
+  for (const composite of composites.filter((c) => !c.large)) await measureComposite(composite)
 
   if (resyncEnded !== undefined) {
     await sleep(Math.max(0, resyncEnded + STATS_FLUSH_MS - Date.now()))
@@ -289,29 +328,28 @@ try {
     const { table: createTable, name: person, age, country } = request.object.spec
     const sql = rowStatements.upsert(schema, createTable)
     let created = 0
-    const load: HttpLoad = { url: server.url, path: '/postgres-writer/sync', body: next, verifyBody: rowWritten }
-    if (await preflight(server, createName, load, rowWritten) !== undefined) {
-      await compare(server, createName, pgLoop(() => [sql, [`${namespace}/pg-loop-${created++}`, person, age, country]]), onServer('hook', load), slices)
+    const path = '/postgres-writer/sync'
+    if (await preflight(createName, ours, path, next(), (answer) => rowWritten(answer.text)) !== undefined &&
+      await preflight(createName, fastifyPeer, path, next()) !== undefined) {
+      await compare(createName, [
+        onProcess('ours', ours, { path, body: next, verifyBody: rowWritten }),
+        onProcess('naive hook', fastifyPeer, { path, body: next, verifyBody: rowWritten }),
+        pgLoop(() => [sql, [`${namespace}/pg-loop-${created++}`, person, age, country]])
+      ], false, 'naive hook')
     }
   }
 
-  for (const composite of composites.filter((c) => c.large)) await measureComposite(composite, server)
-  wholeRunPeakRssMiB = server.wholeRunPeakRssMiB()
-  startupPeakRssMiB = server.startupPeakRssMiB
+  for (const composite of composites.filter((c) => c.large)) await measureComposite(composite)
 } finally {
-  await server?.stop()
+  for (const p of processes) wholeRunPeakRssMiB[p.name] = p.wholeRunPeakRssMiB()
+  await Promise.all(processes.map(async (p) => { await p.stop() }))
   await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
+  await admin.query(`DROP SCHEMA IF EXISTS "${naiveSchema}" CASCADE`)
   await Promise.all([admin.end(), loopPool.end()])
   await stopDatabase()
 }
 
-const verdicts = targets({
-  rows,
-  compositeCases: [...new Set(rows.filter((row) => row.kind === 'parse-only').map((row) => row.case))],
-  resync,
-  wholeRunPeakRssMiB,
-  startupPeakRssMiB
-})
+const verdicts = targets({ rows, resync, wholeRunPeakRssMiB, memoryLimitMiB: manifest.memoryLimitMiB })
 const elapsedSeconds = Math.round((Date.now() - started) / 1000)
 
 log('')
@@ -319,7 +357,7 @@ log(table(rows))
 log('')
 log(targetLines(verdicts))
 for (const failure of failures) log(`FAILED ${failure}`)
-log(`\n${rows.length} runs in ${elapsedSeconds} s; figures in bench/results.json`)
+log(`\n${rows.length} rows in ${elapsedSeconds} s; figures in bench/results.json`)
 
 await writeFile(join(root, 'bench', 'results.json'), `${JSON.stringify({
   date: new Date(started).toISOString(),
@@ -328,11 +366,12 @@ await writeFile(join(root, 'bench', 'results.json'), `${JSON.stringify({
   secondsPerRun: seconds,
   concurrency: CONCURRENCY,
   poolMax: config.database.poolMax,
+  nodeOptions: manifest.nodeOptions,
+  memoryLimitMiB: manifest.memoryLimitMiB,
   elapsedSeconds,
   rows,
   resync,
   wholeRunPeakRssMiB,
-  startupPeakRssMiB,
   targets: verdicts,
   failures
 }, null, 2)}\n`)

@@ -6,9 +6,8 @@ import { connectionFromEnvironment } from '../dist/database/connection.js'
 import { connectPostgres } from '../dist/database/pool.js'
 
 /**
- * The production server (dist/, as dist/server.js runs it) plus the benchmark's baseline route, which exists only
- * here. Started by bench/run.ts with DATABASE_URL, PORT and HOST set; plain JavaScript so that no TypeScript loader
- * sits in the measured process.
+ * The production server (dist/, as dist/server.js runs it) without the embedded database: bench/run.ts starts it
+ * with DATABASE_URL, PORT and HOST set. Plain JavaScript, so that no TypeScript loader sits in the measured process.
  */
 
 const config = loadConfig()
@@ -18,9 +17,6 @@ if (connection === undefined) throw new Error('bench/server.js needs DATABASE_UR
 const fastify = Fastify(serverOptions(config))
 const postgres = connectPostgres(connection, config.database, fastify.log)
 await fastify.register(app, { config, controllers, io: { postgres }, lifecycle: { draining: false } })
-
-// The limit of HTTP + JSON: fastify parses the same body as a hook's, and the answer is fixed and small.
-fastify.post('/bench/parse-only', async () => ({ ok: true }))
 
 process.once('SIGTERM', async () => {
   await fastify.close()

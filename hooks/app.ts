@@ -4,6 +4,7 @@ import type { Config } from './config.js'
 import { hookNames, type Controller, type Io } from './controller.js'
 import { HookError } from './errors.js'
 import { hookRoutes } from './hook-routes.js'
+import { LogLines } from './log-lines.js'
 import { createProbes, probeRoutes, type Probes } from './probes.js'
 import type { ErrorResponse } from './wire/schemas.js'
 
@@ -19,8 +20,11 @@ export interface AppOptions {
   clock?: () => Date
 }
 
+let stdout: LogLines | undefined
+
 /** Instance-level options: body limit, timeouts, strict validation, TLS, logging. */
 export function serverOptions (config: Config): FastifyServerOptions & { https?: object } {
+  stdout ??= new LogLines(1)
   return {
     bodyLimit: config.bodyLimit,
     // Metacontroller's Go client keeps idle connections for 90 s: close ours later, never under it.
@@ -31,7 +35,8 @@ export function serverOptions (config: Config): FastifyServerOptions & { https?:
     logController: new LogController({ disableRequestLogging: true }),
     logger: {
       level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'password', '*.password'], censor: '***' }
+      redact: { paths: ['req.headers.authorization', 'password', '*.password'], censor: '***' },
+      stream: stdout
     },
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: false } },
     ...(config.tls === undefined
@@ -102,7 +107,8 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
     io: options.io,
     metrics: probes.metrics,
     clock: options.clock ?? (() => new Date()),
-    bearerTokens: config.bearerTokens
+    bearerTokens: config.bearerTokens,
+    bodyLimit: config.bodyLimit
   })
 }
 

@@ -106,7 +106,7 @@ export function loadConfig (env: Environment = process.env): Config {
     const match = /^(\d+)(K|Ki|M|Mi|G|Gi)?B?$/.exec(raw)
     const bytes = match === null ? NaN : Number(match[1]) * (SIZE_UNITS[match[2] ?? ''] ?? NaN)
     if (!Number.isSafeInteger(bytes) || bytes < 1024) {
-      problems.push(`${name}='${raw}': expected a size of at least 1024 bytes, such as 67108864 or 64Mi`)
+      problems.push(`${name}='${raw}': expected a size of at least 1024 bytes, such as 16777216 or 16Mi`)
       return fallback
     }
     return bytes
@@ -154,7 +154,7 @@ export function loadConfig (env: Environment = process.env): Config {
     probePort: integer('HOOKS_PROBE_PORT', 8081, 0, 65535),
     host: value('HOST') ?? '0.0.0.0',
     logLevel,
-    bodyLimit: size('HOOKS_BODY_LIMIT', 64 * 1024 ** 2),
+    bodyLimit: size('HOOKS_BODY_LIMIT', 16 * 1024 ** 2),
     shutdownTimeoutMs: integer('HOOKS_SHUTDOWN_TIMEOUT', 25, 1, 3600) * 1000,
     shutdownDelayMs: integer('HOOKS_SHUTDOWN_DELAY', 3, 0, 3600) * 1000,
     databaseCheckIntervalMs: integer('HOOKS_DATABASE_CHECK_INTERVAL', 5, 1, 3600) * 1000,

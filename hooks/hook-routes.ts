@@ -1,9 +1,12 @@
+import type { IncomingMessage } from 'node:http'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { BearerTokens, type BearerTokenSource } from './bearer-token.js'
 import { definedHooks, hookContext, ioFor, type Controller, type HookContext, type HookName, type Io } from './controller.js'
 import { HookError } from './errors.js'
+import { answersFromRequestAlone, etag, noneMatchHolds, requestDigest } from './etag.js'
 import type { Metrics, Outcome } from './metrics.js'
+import { BodyBudget, bodyLimits, bodyTooLarge, parseBody, receiveBody } from './request-body.js'
 import { kubernetesTime, observedConditions } from './wire/conditions.js'
 import { objectKey } from './wire/objects.js'
 import {
@@ -17,6 +20,8 @@ export interface HookRoutesOptions {
   metrics: Metrics
   clock: () => Date
   bearerTokens: BearerTokenSource | undefined
+  /** HOOKS_BODY_LIMIT, in bytes. */
+  bodyLimit: number
 }
 
 type HookResponse = CompositeResponse | DecoratorResponse
@@ -34,10 +39,16 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** What the hook call's log line and metric need, set by the handler. */
     hookCall: CallSummary | null
+    /** The ETag of the request, on the hooks that carry them. */
+    etag: string | null
   }
 }
 
+/** The body of a request whose If-None-Match holds its own ETag: never decoded, answered with 304. */
+const NOT_MODIFIED = Symbol('not modified')
+
 function outcomeOf (hook: HookName, statusCode: number, response: HookResponse | undefined): Outcome {
+  if (statusCode === 304) return 'not_modified'
   if (statusCode >= 500) return 'error'
   if (statusCode >= 400) return 'rejected'
   if (response === undefined) return 'ok'
@@ -46,11 +57,47 @@ function outcomeOf (hook: HookName, statusCode: number, response: HookResponse |
   return observedConditions(response.status).some((c) => c.type === 'Ready' && c.status === 'False') ? 'not_ready' : 'ok'
 }
 
+function contentLength (request: FastifyRequest): number | undefined {
+  const header = request.headers['content-length']
+  return header === undefined ? undefined : Number(header)
+}
+
 /** `POST /<controller>/sync` and `/finalize` for every controller, with one log line and one metric per call. */
 export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (fastify, options) => {
   // A request decoration rather than a WeakMap keyed by request: with a WeakMap, garbage collection took about a
   // quarter of the server's CPU per hook call (measured with bench/).
   fastify.decorateRequest('hookCall', null)
+  fastify.decorateRequest('etag', null)
+
+  const limits = bodyLimits(options.bodyLimit)
+  // One body of the largest size at a time, or several smaller ones (see BodyBudget).
+  const budget = new BodyBudget(options.bodyLimit)
+  const digests = new Map(options.controllers.filter(answersFromRequestAlone).flatMap((controller) =>
+    definedHooks<unknown>(controller.hooks).map(([hook]) => [`/${controller.name}/${hook}`, requestDigest(controller, hook)])))
+
+  /**
+   * A body is read only once admitted into the budget, and gives its bytes back when its answer is done or its
+   * connection closes, whichever comes first (the response's `close` event covers both).
+   */
+  const admitBody = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const length = contentLength(request)
+    if (length !== undefined && length > limits.bytes) throw bodyTooLarge(limits.bytes)
+    const ticket = budget.ticket(length ?? limits.bytes)
+    reply.raw.once('close', ticket.release)
+    await ticket.admitted
+  }
+
+  // Fastify's own JSON parser would collect, decode and scan every body before the route could answer a 304.
+  fastify.removeContentTypeParser('application/json')
+  fastify.addContentTypeParser('application/json', async (request: FastifyRequest, payload: IncomingMessage) => {
+    const digest = digests.get(request.routeOptions.url ?? '')?.()
+    const body = await receiveBody(payload, limits, contentLength(request), digest)
+    if (digest !== undefined) {
+      request.etag = etag(digest)
+      if (noneMatchHolds(request.headers['if-none-match'], request.etag)) return NOT_MODIFIED
+    }
+    return parseBody(body, limits)
+  })
 
   if (options.bearerTokens !== undefined) {
     const tokens = new BearerTokens(options.bearerTokens, fastify.log)
@@ -83,9 +130,15 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     }, `${controller} ${hook} ${outcome}`)
   })
 
-  /** Reads the parent, runs the hook, and keeps what the log line and the metric need. */
+  /** Answers a request whose If-None-Match holds its ETag with 304, before the body is validated. */
+  const notModified = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    if (request.body === NOT_MODIFIED) await reply.code(304).header('etag', request.etag).send()
+  }
+
+  /** Reads the parent, runs the hook, and keeps what the log line and the metric need; an answer carries its ETag. */
   const call = async <Response extends HookResponse>(
     request: FastifyRequest,
+    reply: FastifyReply,
     controller: Controller,
     io: Partial<Io>,
     parent: KubernetesObject,
@@ -95,6 +148,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     request.hookCall = summary
     const response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io))
     summary.response = response
+    if (request.etag !== null) reply.header('etag', request.etag)
     return response
   }
 
@@ -102,13 +156,13 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const io = ioFor(controller, options.io)
     if (controller.type === 'composite') {
       for (const [hook, run] of definedHooks(controller.hooks)) {
-        fastify.post(`/${controller.name}/${hook}`, { schema: { body: CompositeRequestSchema }, config: { controller: controller.name, hook } }, async (request) =>
-          await call(request, controller, io, request.body.parent, async (context) => await run(request.body, context)))
+        fastify.post(`/${controller.name}/${hook}`, { schema: { body: CompositeRequestSchema }, config: { controller: controller.name, hook }, preParsing: admitBody, preValidation: notModified }, async (request, reply) =>
+          await call(request, reply, controller, io, request.body.parent, async (context) => await run(request.body, context)))
       }
     } else {
       for (const [hook, run] of definedHooks(controller.hooks)) {
-        fastify.post(`/${controller.name}/${hook}`, { schema: { body: DecoratorRequestSchema }, config: { controller: controller.name, hook } }, async (request) =>
-          await call(request, controller, io, request.body.object, async (context) => await run(request.body, context)))
+        fastify.post(`/${controller.name}/${hook}`, { schema: { body: DecoratorRequestSchema }, config: { controller: controller.name, hook }, preParsing: admitBody, preValidation: notModified }, async (request, reply) =>
+          await call(request, reply, controller, io, request.body.object, async (context) => await run(request.body, context)))
       }
     }
   }

@@ -8,7 +8,7 @@ test('defaults', () => {
   assert.equal(config.probePort, 8081)
   assert.equal(config.databaseCheckIntervalMs, 5000)
   assert.equal(config.host, '0.0.0.0')
-  assert.equal(config.bodyLimit, 64 * 1024 * 1024)
+  assert.equal(config.bodyLimit, 16 * 1024 * 1024)
   assert.equal(config.shutdownTimeoutMs, 25_000)
   assert.deepEqual(config.database.policy, { schema: 'public', autoCreateTables: true, tableAllowlist: undefined })
   assert.equal(config.bearerTokens, undefined)

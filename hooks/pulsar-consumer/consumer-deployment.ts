@@ -47,11 +47,10 @@ export function selectorValue (parentName: string): string {
 
 /** The parent's labels (already valid, since the API server accepted them) plus the selector label, sorted. */
 export function consumerLabels (parent: ParentMetadata): Record<string, string> {
-  const labels: Record<string, string> = { [SELECTOR_LABEL]: selectorValue(parent.name) }
-  for (const [key, value] of Object.entries(parent.labels)) {
-    if (!LABELS_OWNED_ELSEWHERE.has(key)) labels[key] = value
-  }
-  return Object.fromEntries(Object.entries(labels).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0))
+  // Entries, not assignments: an assigned `__proto__` label would be lost (and would reach for the prototype).
+  const labels = Object.entries(parent.labels).filter(([key]) => !LABELS_OWNED_ELSEWHERE.has(key) && key !== SELECTOR_LABEL)
+  labels.push([SELECTOR_LABEL, selectorValue(parent.name)])
+  return Object.fromEntries(labels.sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0))
 }
 
 /**

@@ -6,6 +6,7 @@ import { test } from 'node:test'
 import { parseAllDocuments } from 'yaml'
 import { hookNames } from '../../hooks/controller.js'
 import { controllers } from '../../hooks/controllers.js'
+import { webhookEtag } from '../../scripts/manifests.js'
 import { kustomize } from './environment.js'
 import { writeOverlay } from './overlay.js'
 
@@ -32,6 +33,7 @@ test('the generated install points every hook of every registered controller at 
         const { webhook, version } = installed.spec.hooks[hook]
         assert.equal(webhook.url, `http://127.0.0.1:40999/${controller.name}/${hook}`)
         assert.equal(version, stripHookVersion ? undefined : 'v2', `${controller.name} ${hook} with stripHookVersion ${stripHookVersion}`)
+        assert.deepEqual(webhook.etag, stripHookVersion ? undefined : webhookEtag(controller), `${controller.name} ${hook} with stripHookVersion ${stripHookVersion}`)
       }
       assert.equal(installed.spec.resyncPeriodSeconds, 5)
     }

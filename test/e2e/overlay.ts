@@ -2,6 +2,7 @@ import { writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { stringify } from 'yaml'
 import { hookNames, type Controller } from '../../hooks/controller.js'
+import { webhookEtag } from '../../scripts/manifests.js'
 
 /**
  * The end-to-end suite's install, generated from the controller registry: the product's CRDs and controllers as a
@@ -10,7 +11,7 @@ import { hookNames, type Controller } from '../../hooks/controller.js'
  *     `service`; manifests/server is left out);
  *   - resync every few seconds instead of the product's 300 s (postgres-writer) or never (the composites), so
  *     that the stability check's three resync periods fit in a test;
- *   - optionally remove the hooks' `version`, for a Metacontroller older than v4.15 (see `stripHookVersion`).
+ *   - optionally remove the hooks' `version` and `etag`, for a Metacontroller older than v4.15 (see `stripHookVersion`).
  */
 
 type JsonPatch = Array<{ op: 'add' | 'remove', path: string, value?: unknown }>
@@ -20,9 +21,10 @@ export interface OverlayOptions {
   hookServerUrl: string
   resyncPeriodSeconds: number
   /**
-   * Remove each hook's `version: v2`. Metacontroller v1.5.20's CRDs have no such field (v2 hooks came with v4.15),
-   * so its API server would refuse it; without it, v1.5.20 speaks hook v1, which differs from v2 in the child-map
-   * keys (`name` instead of `namespace/name`), keys the hooks never read. Keep it for a v4 Metacontroller.
+   * Remove each hook's `version: v2` and its webhook's `etag`. Metacontroller v1.5.20's CRDs have neither field (v2
+   * hooks came with v4.15), so its API server would refuse them; without `version`, v1.5.20 speaks hook v1, which
+   * differs from v2 in the child-map keys (`name` instead of `namespace/name`), keys the hooks never read; without
+   * `etag`, every resync is answered in full. Keep both for a v4 Metacontroller.
    */
   stripHookVersion: boolean
 }
@@ -32,7 +34,10 @@ function webhookUrls (controller: Controller, hookServerUrl: string): JsonPatch 
 }
 
 function hookVersionsRemoved (controller: Controller): JsonPatch {
-  return hookNames(controller).map((hook) => ({ op: 'remove', path: `/spec/hooks/${hook}/version` }))
+  return hookNames(controller).flatMap((hook) => [
+    { op: 'remove' as const, path: `/spec/hooks/${hook}/version` },
+    ...(webhookEtag(controller) === undefined ? [] : [{ op: 'remove' as const, path: `/spec/hooks/${hook}/webhook/etag` }])
+  ])
 }
 
 function resyncPeriod (seconds: number): JsonPatch {

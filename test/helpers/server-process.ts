@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
-import { closeSync, openSync, readFileSync } from 'node:fs'
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { freePort } from '../../hooks/database/embedded.js'
@@ -68,6 +68,11 @@ export interface ServerProcess {
   listening: (timeoutMs?: number) => Promise<void>
   /** SIGTERM, then SIGKILL if the process has not exited within `graceMs`; resolves with the exit code. */
   stop: (graceMs?: number) => Promise<number | null>
+  /** The CPU time the process has used, user and system, all threads (Linux: /proc/<pid>/stat, in 10 ms ticks). */
+  cpuMs: () => number
+  /** The peak resident set (MiB) since start or since the last resetPeakRss() (Linux: VmHWM). */
+  peakRssMiB: () => number
+  resetPeakRss: () => void
 }
 
 /** Starts the process without waiting for it: for a start-up that is meant to fail. */
@@ -146,7 +151,18 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
       const code = await exited
       clearTimeout(timer)
       return code
-    }
+    },
+    cpuMs: () => {
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
+      return (Number(fields[11]) + Number(fields[12])) * 10
+    },
+    peakRssMiB: () => {
+      const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))
+      if (match === null) throw new Error(`no VmHWM in /proc/${child.pid}/status`)
+      return Number(match[1]) / 1024
+    },
+    // Writing 5 to clear_refs resets VmHWM.
+    resetPeakRss: () => { writeFileSync(`/proc/${child.pid}/clear_refs`, '5') }
   }
 }
 

@@ -1,0 +1,36 @@
+import { createServer } from 'node:http'
+import { podSetAnswer } from './podset-answer.js'
+
+/** A peer: the PodSet hook on plain `node:http`, with `JSON.parse` and nothing else. */
+
+const server = createServer((request, response) => {
+  if (request.method === 'GET' && request.url === '/healthz') {
+    response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
+    return
+  }
+  if (request.method !== 'POST' || request.url !== '/podset/sync') {
+    response.writeHead(404).end()
+    return
+  }
+  const chunks = []
+  request.on('data', (chunk) => chunks.push(chunk))
+  request.on('end', () => {
+    let answer
+    try {
+      answer = JSON.stringify(podSetAnswer(JSON.parse(Buffer.concat(chunks).toString('utf8'))))
+    } catch (error) {
+      response.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ message: error.message }))
+      return
+    }
+    response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(answer)
+  })
+})
+
+process.once('SIGTERM', () => {
+  server.close()
+  server.closeAllConnections()
+  process.exit(0)
+})
+
+server.keepAliveTimeout = 95_000
+server.listen(Number(process.env.PORT), process.env.HOST)

@@ -1,0 +1,225 @@
+import { isAscii } from 'node:buffer'
+import type { Hash } from 'node:crypto'
+import type { Readable } from 'node:stream'
+import { HookError } from './errors.js'
+
+/**
+ * How a hook request's body is received and parsed: within HOOKS_BODY_LIMIT, with at most `values` JSON values,
+ * with bodies admitted into memory a budget's worth at a time, digested as the bytes arrive (for the ETag), and
+ * decoded and parsed once.
+ */
+
+/**
+ * A real hook request has about one JSON value per 17 bytes (the 2,000-pod PodSet with managedFields: 668,124 in
+ * 11.1 MB), so a body within the limit needs at most one per 16 bytes. A body of empty arrays has one per 3 bytes,
+ * and each costs V8 some 80 bytes to parse: refusing it bounds a parse to a few bytes per byte of the limit.
+ */
+export const BYTES_PER_VALUE = 16
+
+export interface BodyLimits {
+  /** HOOKS_BODY_LIMIT: the largest body, in bytes. */
+  bytes: number
+  /** The most JSON values a body may have, counted as `{`, `[` and `,` bytes (see countValues). */
+  values: number
+}
+
+export function bodyLimits (bytes: number): BodyLimits {
+  return { bytes, values: Math.floor(bytes / BYTES_PER_VALUE) }
+}
+
+export function bodyTooLarge (limit: number): HookError {
+  return new HookError(413, `request body is larger than HOOKS_BODY_LIMIT (${limit} bytes); raise HOOKS_BODY_LIMIT on the hook server`)
+}
+
+function tooManyValues (limits: BodyLimits): HookError {
+  return new HookError(413, `request body has more than ${limits.values} JSON values (objects, arrays and commas counted), more than any ` +
+    `real hook request within HOOKS_BODY_LIMIT (${limits.bytes} bytes) has: Kubernetes objects have about one per ${BYTES_PER_VALUE + 1} bytes. ` +
+    'If the parent is real, raise HOOKS_BODY_LIMIT (this bound grows with it) and the memory limit of the hook server with it')
+}
+
+const VALUE_BYTES = new Uint8Array(256)
+for (const byte of ['{', '[', ',']) VALUE_BYTES[byte.charCodeAt(0)] = 1
+
+/**
+ * The `{`, `[` and `,` bytes of a piece of JSON, strings included: every object and array, plus one per element
+ * after the first of each, so about the number of values (an overcount where strings hold those characters, which
+ * only makes the bound stricter). Four bytes at a time.
+ */
+export function countValues (bytes: Uint8Array): number {
+  let count = 0
+  let index = 0
+  const unaligned = Math.min(bytes.length, (4 - (bytes.byteOffset & 3)) & 3)
+  for (; index < unaligned; index++) count += VALUE_BYTES[bytes[index] as number] as number
+  const words = (bytes.length - index) >>> 2
+  if (words > 0) {
+    const view = new Uint32Array(bytes.buffer, bytes.byteOffset + index, words)
+    for (let word = 0; word < words; word++) {
+      const value = view[word] as number
+      // A byte of `brace` is 0 where the byte was `{` or `[` (0x7b, 0x5b), a byte of `comma` where it was `,`.
+      const brace = (value | 0x20202020) ^ 0x7b7b7b7b
+      const comma = value ^ 0x2c2c2c2c
+      // Per byte, ((b & 0x7f) + 0x7f) | b has its high bit set unless b is 0, with no carry into the next byte.
+      const zero = ~((((brace & 0x7f7f7f7f) + 0x7f7f7f7f) | brace) & (((comma & 0x7f7f7f7f) + 0x7f7f7f7f) | comma)) & 0x80808080
+      count += Math.imul(zero >>> 7, 0x01010101) >>> 24
+    }
+    index += words * 4
+  }
+  for (; index < bytes.length; index++) count += VALUE_BYTES[bytes[index] as number] as number
+  return count
+}
+
+/** A body as received: its bytes (in the chunks they came in) and, when asked for, their digest. */
+export interface ReceivedBody {
+  chunks: Buffer[]
+  length: number
+  digest: Hash | undefined
+}
+
+/**
+ * Reads a body, refusing it (413) as soon as it passes the byte limit, and feeding `digest` as the bytes arrive.
+ * `expectedLength` is the Content-Length, when the client sent one.
+ */
+export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: Hash | undefined): Promise<ReceivedBody> {
+  if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
+  return await new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let length = 0
+    const stop = (error: Error): void => {
+      stream.removeListener('data', onData)
+      stream.removeListener('end', onEnd)
+      stream.removeListener('error', stop)
+      reject(error)
+    }
+    const onData = (chunk: Buffer): void => {
+      length += chunk.length
+      if (length > limits.bytes) return stop(bodyTooLarge(limits.bytes))
+      digest?.update(chunk)
+      chunks.push(chunk)
+    }
+    const onEnd = (): void => {
+      stream.removeListener('error', stop)
+      if (expectedLength !== undefined && length !== expectedLength) {
+        return reject(new HookError(400, `request body has ${length} bytes, but its Content-Length says ${expectedLength}`))
+      }
+      resolve({ chunks, length, digest })
+    }
+    stream.on('data', onData)
+    stream.once('end', onEnd)
+    stream.once('error', stop)
+    stream.resume()
+  })
+}
+
+/**
+ * The body as JSON, once its values are counted (413 past the bound). Decoded once: a body of ASCII alone (as
+ * Kubernetes objects nearly always are) is copied into a one-byte string, which costs a third less than decoding
+ * UTF-8. Plain `JSON.parse`, without a reviver; only a text that spells `__proto__` or `constructor`, or escapes a
+ * character, is walked for prototype keys.
+ */
+export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
+  if (body.length === 0) throw new HookError(400, 'request body is empty: send a Metacontroller v2 hook request as JSON')
+  // Each value takes a byte at least: a body no longer than the bound on values cannot pass it.
+  if (body.length > limits.values) {
+    let values = 0
+    for (const chunk of body.chunks) {
+      values += countValues(chunk)
+      if (values > limits.values) throw tooManyValues(limits)
+    }
+  }
+  const text = decode(body)
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (error) {
+    throw new HookError(400, `request body is not valid JSON (${(error as Error).message}): send a Metacontroller v2 hook request`)
+  }
+  // A key can only be `__proto__` or `constructor` if the text spells it, or escapes a character of it.
+  if (text.includes('__proto__') || text.includes('constructor') || text.includes('\\u')) refusePrototypeKeys(value)
+  return value
+}
+
+/**
+ * Refuses (400) a `__proto__` key, or a `constructor` key holding a `prototype`, anywhere in a parsed body, as
+ * fastify's own parser did: JSON.parse makes them own properties, but code that copies them with an assignment would
+ * give an object another prototype. Walked with a stack of its own, however deeply the body nests.
+ */
+function refusePrototypeKeys (value: unknown): void {
+  const stack: Array<[unknown, string]> = [[value, '']]
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [node, path] = next
+    if (typeof node !== 'object' || node === null) continue
+    if (Array.isArray(node)) {
+      node.forEach((item, index) => { stack.push([item, `${path}[${index}]`]) })
+      continue
+    }
+    const constructor: unknown = Object.hasOwn(node, 'constructor') ? (node as Record<string, unknown>).constructor : undefined
+    const key = Object.hasOwn(node, '__proto__')
+      ? '__proto__'
+      : typeof constructor === 'object' && constructor !== null && Object.hasOwn(constructor, 'prototype') ? 'constructor' : undefined
+    if (key !== undefined) {
+      throw new HookError(400, `request body has a ${JSON.stringify(key)} key${key === 'constructor' ? ' holding a "prototype"' : ''} at ` +
+        `${path === '' ? 'its top level' : path.slice(1)}: such keys could change an object's prototype and are refused; remove it`)
+    }
+    for (const [name, child] of Object.entries(node)) stack.push([child, `${path}.${name}`])
+  }
+}
+
+/** The body's text; its bytes are left to the garbage collector while the text is parsed. */
+function decode (body: ReceivedBody): string {
+  const bytes = body.chunks.length === 1 ? body.chunks[0] as Buffer : Buffer.concat(body.chunks, body.length)
+  body.chunks.length = 0
+  return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8')
+}
+
+/**
+ * Admits request bodies into memory in arrival order while the bytes admitted stay within `capacity`; a body is
+ * always admitted when nothing else is. Parsing runs on one thread anyway, so a waiting request loses no time, and
+ * it holds no more than its socket's buffers: its body is not read until it is admitted, so TCP makes the client
+ * wait.
+ */
+export class BodyBudget {
+  private inUse = 0
+  private readonly waiting: Array<{ bytes: number, admit: () => void }> = []
+
+  constructor (private readonly capacity: number) {}
+
+  /**
+   * Asks for `bytes`. `admitted` resolves once they fit, or rejects when the ticket is released first (the client
+   * left); `release` gives the bytes back, and may be called any number of times.
+   */
+  ticket (bytes: number): { admitted: Promise<void>, release: () => void } {
+    let state: 'waiting' | 'admitted' | 'released' = 'waiting'
+    let resolve!: () => void
+    let reject!: (error: Error) => void
+    const admitted = new Promise<void>((...settle) => { [resolve, reject] = settle })
+    const entry = {
+      bytes,
+      admit: () => {
+        state = 'admitted'
+        this.inUse += bytes
+        resolve()
+      }
+    }
+    const release = (): void => {
+      if (state === 'released') return
+      if (state === 'admitted') this.inUse -= bytes
+      else {
+        this.waiting.splice(this.waiting.indexOf(entry), 1)
+        reject(new Error('the request was closed while it waited for memory to receive its body'))
+      }
+      state = 'released'
+      this.admitNext()
+    }
+    this.waiting.push(entry)
+    this.admitNext()
+    return { admitted, release }
+  }
+
+  private admitNext (): void {
+    for (let next = this.waiting[0]; next !== undefined; next = this.waiting[0]) {
+      if (this.inUse > 0 && this.inUse + next.bytes > this.capacity) return
+      this.waiting.shift()
+      next.admit()
+    }
+  }
+}

@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import fc from 'fast-check'
+import { hookNames } from '../hooks/controller.js'
+import { controllers } from '../hooks/controllers.js'
+import { BodyBudget, BYTES_PER_VALUE, countValues } from '../hooks/request-body.js'
+import { build } from './helpers/app.js'
+import { fixtureNames, fixture } from './helpers/fixtures.js'
+import { podSetRequest } from './podset/requests.js'
+
+/**
+ * The request path of hooks/request-body.ts: prototype keys refused after a plain JSON.parse; the value count that
+ * bounds a parse; the memory budget bodies are admitted into.
+ */
+
+test('countValues counts every {, [ and , byte, whatever the alignment of the bytes', () => {
+  const slow = (bytes: Uint8Array): number => bytes.reduce((sum, byte) => sum + (byte === 0x7b || byte === 0x5b || byte === 0x2c ? 1 : 0), 0)
+  fc.assert(fc.property(
+    fc.uint8Array({ maxLength: 300 }),
+    fc.array(fc.constantFrom('{', '[', ',', '}', ']', '"', 'a', '\u00fb', '\u00db', '\u00ac', ';', '{'.charCodeAt(0) | 0x80), { maxLength: 300 }),
+    fc.nat(7),
+    (noise, structure, offset) => {
+      const bytes = Buffer.concat([Buffer.alloc(offset), Buffer.from(noise), Buffer.from(structure.map((c) => typeof c === 'number' ? String.fromCharCode(c) : c).join(''), 'latin1')]).subarray(offset)
+      assert.equal(countValues(bytes), slow(bytes))
+    }
+  ), { numRuns: 500 })
+  const real = Buffer.from(JSON.stringify(podSetRequest({ replicas: 100 })))
+  const values = countValues(real)
+  assert.equal(values, slow(real))
+  assert.ok(real.length / values > BYTES_PER_VALUE, `a real PodSet request has one value per ${(real.length / values).toFixed(1)} bytes`)
+})
+
+/**
+ * What a `__proto__` or `constructor.prototype` key could do if some code copied it with an assignment instead of
+ * defining it: lend the object it lands on a prototype with the fields every hook reads.
+ */
+const POISON = {
+  polluted: true,
+  replicas: 7,
+  image: 'poison',
+  command: ['poison'],
+  table: 'poison',
+  name: 'poison',
+  age: 7,
+  country: 'poison',
+  serverAddress: 'pulsar://poison:6650',
+  topic: 'poison',
+  subscriptionName: 'poison',
+  bookApp: { repository: 'poison', replicas: 7 },
+  bookDB: { replicas: 7, dbSize: '7Gi' },
+  labels: { poison: 'true' },
+  namespace: 'poison',
+  generation: 7,
+  deletionTimestamp: '2026-11-22T12:00:00Z',
+  phase: 'Failed',
+  conditions: [{ type: 'Ready', status: 'True', reason: 'Poison', message: 'poison', lastTransitionTime: '2026-11-22T12:00:00Z' }],
+  readyReplicas: 7
+}
+
+/** The places of a request where a key can sit: every object a hook reads, and the request itself. */
+function placesOf (request: Record<string, any>): Array<Record<string, any>> {
+  const parent = request.parent ?? request.object
+  const groups = Object.values(request.children ?? request.attachments ?? {}) as Array<Record<string, any>>
+  const firstChild = groups.flatMap((group) => Object.values(group))[0] as Record<string, any> | undefined
+  return [
+    request,
+    parent,
+    parent.metadata,
+    parent.metadata.labels,
+    parent.metadata.annotations,
+    parent.spec,
+    parent.status,
+    ...(parent.status?.conditions ?? []).slice(0, 1),
+    request.children ?? request.attachments,
+    ...groups.slice(0, 1),
+    ...(firstChild === undefined ? [] : [firstChild, firstChild.metadata, firstChild.spec, firstChild.status])
+  ].filter((place): place is Record<string, any> => typeof place === 'object' && place !== null && !Array.isArray(place))
+}
+
+test('a __proto__ key, or a constructor key holding a prototype, anywhere in a request gets 400 naming it; another constructor is an ordinary key', async (t) => {
+  const { app } = await build(t)
+  // Each key is compared with a name of the same length, so that the answers can be compared byte for byte.
+  const keys = [
+    { key: '__proto__', stand: '__proxy__', value: POISON, refused: true },
+    // Labels and annotations hold strings: a string-valued `__proto__` passes the envelope's validation.
+    { key: '__proto__', stand: '__proxy__', value: 'poison', refused: true },
+    { key: '\\u005f_proto__', stand: '__proxy_______', value: POISON, refused: true },
+    { key: 'constructor', stand: 'constructer', value: { prototype: POISON }, refused: true },
+    { key: 'constructor', stand: 'constructer', value: 'poison', refused: false }
+  ]
+  let refused = 0
+  let compared = 0
+  for (const controller of controllers) {
+    for (const name of fixtureNames(controller.name)) {
+      const places = placesOf(fixture(controller.name, name)).length
+      for (let place = 0; place < places; place++) {
+        for (const { key, stand, value, refused: refuse } of keys) {
+          const request = fixture(controller.name, name)
+          // Placed first, as a parser meets it before the object's other keys.
+          const target = placesOf(request)[place] as Record<string, any>
+          const entries = Object.entries(target)
+          for (const [k] of entries) Reflect.deleteProperty(target, k)
+          Object.assign(target, { [stand]: value }, Object.fromEntries(entries))
+          const standIn = JSON.stringify(request)
+          const hostile = standIn.replaceAll(`"${stand}"`, `"${key}"`)
+          assert.notEqual(hostile, standIn)
+          for (const hook of hookNames(controller)) {
+            const url = `/${controller.name}/${hook}`
+            const post = async (payload: string): Promise<{ statusCode: number, body: string }> =>
+              await app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } })
+            const answer = await post(hostile)
+            const where = `${url} ${name}, ${key} at place ${place}`
+            if (refuse) {
+              assert.equal(answer.statusCode, 400, `${where}: ${answer.body.slice(0, 300)}`)
+              assert.match(JSON.parse(answer.body).message, /^request body has a "(__proto__|constructor)" key.* are refused; remove it$/, where)
+              refused++
+              continue
+            }
+            const expected = await post(standIn)
+            assert.equal(answer.statusCode, expected.statusCode, `${where}: ${answer.body.slice(0, 300)}`)
+            assert.equal(answer.body, expected.body.replaceAll(stand, key), where)
+            compared++
+          }
+        }
+      }
+    }
+  }
+  assert.equal(({} as Record<string, unknown>).polluted, undefined)
+  assert.equal(Object.hasOwn(Object.prototype, 'polluted'), false)
+  t.diagnostic(`${refused} requests refused, ${compared} answers compared`)
+})
+
+test('a prototype key is refused however deeply it nests, and named by its path', async (t) => {
+  const { app } = await build(t)
+  const text = JSON.stringify(fixture('podset', 'steady-state'))
+  const deep = '{"a":'.repeat(20_000) + '{"__proto__":{"x":1}}' + '}'.repeat(20_000)
+  const answer = await app.inject({ method: 'POST', url: '/podset/sync', payload: text.replace('"spec":{', `"spec":{"deep":${deep},`), headers: { 'content-type': 'application/json' } })
+  assert.equal(answer.statusCode, 400)
+  const { message } = JSON.parse(answer.body)
+  assert.ok(message.startsWith('request body has a "__proto__" key at controller.spec.deep.a.a.a'), message.slice(0, 100))
+  assert.equal(message.match(/(\.a)+: /)?.[0].length, 2 * 20_000 + 2)
+})
+
+test('a body with more JSON values than HOOKS_BODY_LIMIT / 16 gets 413 naming the bound and what to do', async (t) => {
+  const { app } = await build(t, { env: { HOOKS_BODY_LIMIT: '1Mi' } })
+  const request = fixture('podset', 'first-sync')
+  const valid = JSON.stringify({ ...request, padding: Array.from({ length: 1024 * 1024 / BYTES_PER_VALUE / 2 - 200 }, () => []) })
+  assert.equal((await app.inject({ method: 'POST', url: '/podset/sync', payload: valid, headers: { 'content-type': 'application/json' } })).statusCode, 200)
+  const refused = await app.inject({ method: 'POST', url: '/podset/sync', payload: JSON.stringify({ ...request, padding: Array.from({ length: 40_000 }, () => []) }), headers: { 'content-type': 'application/json' } })
+  assert.equal(refused.statusCode, 413)
+  assert.equal(refused.json().error, 'Payload Too Large')
+  assert.match(refused.json().message, /more than 65536 JSON values .* HOOKS_BODY_LIMIT \(1048576 bytes\).* raise HOOKS_BODY_LIMIT/)
+})
+
+test('a body whose Content-Length is wrong, a chunked body, a body of another type', async (t) => {
+  const { app } = await build(t)
+  const payload = JSON.stringify(fixture('podset', 'first-sync'))
+  const chunked = await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } })
+  assert.equal(chunked.statusCode, 200)
+  const text = await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'text/plain' } })
+  assert.equal(text.statusCode, 415)
+  assert.match(text.json().message, /Content-Type: application\/json/)
+})
+
+test('BodyBudget admits in arrival order within its capacity, always one body, and lets a waiting request leave', async () => {
+  const budget = new BodyBudget(100)
+  const admitted: string[] = []
+  const ticket = (name: string, bytes: number): { release: () => void, admitted: Promise<void> } => {
+    const t = budget.ticket(bytes)
+    t.admitted.then(() => admitted.push(name), () => admitted.push(`${name} left`))
+    return t
+  }
+  const huge = ticket('huge', 500)
+  const a = ticket('a', 60)
+  const b = ticket('b', 30)
+  const c = ticket('c', 20)
+  await Promise.resolve()
+  assert.deepEqual(admitted, ['huge'])
+  huge.release()
+  huge.release()
+  await Promise.resolve()
+  assert.deepEqual(admitted, ['huge', 'a', 'b'])
+  c.release()
+  await Promise.resolve()
+  assert.deepEqual(admitted, ['huge', 'a', 'b', 'c left'])
+  const d = ticket('d', 20)
+  await Promise.resolve()
+  assert.deepEqual(admitted, ['huge', 'a', 'b', 'c left'])
+  a.release()
+  await Promise.resolve()
+  assert.deepEqual(admitted, ['huge', 'a', 'b', 'c left', 'd'])
+  b.release()
+  d.release()
+})
