@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import fc from 'fast-check'
 import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
-import { BodyBudget, BYTES_PER_VALUE, countValues } from '../hooks/request-body.js'
+import { BodyBudget, BYTES_PER_VALUE, countValues, MAX_DEPTH, nestsDeeperThan } from '../hooks/request-body.js'
 import { build } from './helpers/app.js'
 import { fixtureNames, fixture } from './helpers/fixtures.js'
 import { podSetRequest } from './podset/requests.js'
@@ -150,6 +150,34 @@ test('a body with more JSON values than HOOKS_BODY_LIMIT / 16 gets 413 naming th
   assert.equal(refused.statusCode, 413)
   assert.equal(refused.json().error, 'Payload Too Large')
   assert.match(refused.json().message, /more than 65536 JSON values .* HOOKS_BODY_LIMIT \(1048576 bytes\).* raise HOOKS_BODY_LIMIT/)
+})
+
+test('nestsDeeperThan counts the nesting of objects and arrays, not the brackets inside strings', () => {
+  const deeper = (json: string, limit: number): boolean => nestsDeeperThan(Buffer.from(json), limit)
+  assert.equal(deeper('[[{"a":[1]}]]', 3), true)
+  assert.equal(deeper('[[{"a":[1]}]]', 4), false)
+  assert.equal(deeper(JSON.stringify([{ a: '[[[[' }, { b: '\\' }, [[]]]), 2), true, 'an escaped backslash ends before the closing quote')
+  assert.equal(deeper(JSON.stringify([{ a: '\\"[[' }]), 2), false, 'an escaped quote does not close a string')
+  assert.equal(deeper('[[[]],[[]],[[]]]', 3), false, 'closed arrays give their depth back')
+  fc.assert(fc.property(fc.jsonValue({ maxDepth: 8 }), fc.nat(10), (value, limit) => {
+    const depthOf = (v: unknown): number => typeof v === 'object' && v !== null ? 1 + Math.max(0, ...Object.values(v).map(depthOf)) : 0
+    assert.equal(deeper(JSON.stringify(value), limit), depthOf(value) > limit)
+  }), { numRuns: 500 })
+})
+
+test(`a body above the bound on values that nests deeper than ${MAX_DEPTH} levels gets 400 before it is parsed; ${MAX_DEPTH} levels are served`, async (t) => {
+  const { app } = await build(t, { env: { HOOKS_BODY_LIMIT: '1Mi' } })
+  const text = JSON.stringify(fixture('podset', 'first-sync'))
+  const send = async (depth: number): Promise<{ statusCode: number, json: () => { message: string } }> => {
+    // Padded past the bound on values (65,536 bytes at 1Mi), where bodies are looked at.
+    const payload = `${text.slice(0, -1)},"nested":${'['.repeat(depth)}${']'.repeat(depth)},"padding":"${'a'.repeat(70_000)}"}`
+    return await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json' } })
+  }
+  assert.equal((await send(MAX_DEPTH - 2)).statusCode, 200, 'the body itself is one level, and nested in it')
+  const refused = await send(MAX_DEPTH)
+  assert.equal(refused.statusCode, 400)
+  assert.match(refused.json().message, /^request body nests objects and arrays more than 10016 levels deep, deeper than anything the API server stores/)
+  assert.equal((await send(50_000)).statusCode, 400)
 })
 
 test('a body whose Content-Length is wrong, a chunked body, a body of another type', async (t) => {

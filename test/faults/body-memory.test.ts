@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { loadConfig } from '../../hooks/config.js'
-import { bodyLimits } from '../../hooks/request-body.js'
+import { bodyLimits, MAX_DEPTH } from '../../hooks/request-body.js'
 import { testDatabaseUrl } from '../helpers/app.js'
 import { deployment } from '../helpers/deployment.js'
 import { fixture } from '../helpers/fixtures.js'
@@ -25,9 +25,9 @@ const withExtra = (value: string): string => `${request.slice(0, -1)},"extra":${
 const padded = (body: string): string => `${body.slice(0, -1)},"padding":"${'a'.repeat(limits.bytes - body.length - 20)}"}`
 
 /**
- * Bodies of the shapes that cost V8 the most memory per byte: empty arrays and deep nesting (refused once they pass
- * the bound on values), and the costliest bodies within that bound, padded to the limit: one object with distinct
- * keys (each an internalized string), and arrays nested as deep as the bound lets them.
+ * Bodies of the shapes that cost V8 the most memory per byte: empty arrays (refused once they pass the bound on
+ * values) and deep nesting (refused past MAX_DEPTH), and the costliest bodies within those bounds, padded to the
+ * limit: one object with distinct keys (each an internalized string), and arrays nested as deep as MAX_DEPTH lets them.
  */
 const WORST: Array<{ name: string, body: () => string, status: number }> = [
   { name: 'empty arrays up to the limit', body: () => withExtra(`[${'[],'.repeat((limits.bytes - request.length) / 3 - 20)}0]`), status: 413 },
@@ -36,7 +36,8 @@ const WORST: Array<{ name: string, body: () => string, status: number }> = [
     body: () => padded(withExtra(`{${Array.from({ length: limits.values / 2 - 2000 }, (_, i) => `"${i.toString(36)}":{}`).join(',')}}`)),
     status: 200
   },
-  { name: 'nesting within the bound, padded to the limit', body: () => padded(withExtra('['.repeat(limits.values - 2000) + ']'.repeat(limits.values - 2000))), status: 200 }
+  { name: 'nesting within the bound on values, padded to the limit', body: () => padded(withExtra('['.repeat(limits.values - 2000) + ']'.repeat(limits.values - 2000))), status: 400 },
+  { name: `nesting ${MAX_DEPTH - 2} deep, padded to the limit`, body: () => padded(withExtra('['.repeat(MAX_DEPTH - 2) + ']'.repeat(MAX_DEPTH - 2))), status: 200 }
 ]
 
 async function post (server: ServerProcess, body: string): Promise<{ status: number, text: string }> {
