@@ -125,6 +125,8 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
       generation: call?.parent.metadata.generation,
       outcome,
       statusCode: reply.statusCode,
+      // A 304's body is never parsed: its ETag ties it to the answer, logged with its parent, that first carried it.
+      etag: request.etag ?? undefined,
       durationMs: Math.round(reply.elapsedTime * 100) / 100,
       children: response === undefined ? undefined : 'children' in response ? response.children.length : response.attachments.length
     }, `${controller} ${hook} ${outcome}`)

@@ -124,10 +124,15 @@ export class Scenario {
     }
   }
 
-  /** The hook server's log lines for calls about one parent. */
+  /**
+   * The hook server's log lines for calls about one parent: those that name it, and the 304s (which name no parent,
+   * their bodies unparsed) whose ETag an answer about it carried.
+   */
   hookCalls (controller: string, name: string, hook: 'sync' | 'finalize'): Array<Record<string, unknown>> {
     const parent = `${this.namespace}/${name}`
-    return this.env.hookServer.logLines().filter((line) => line.controller === controller && line.hook === hook && line.parent === parent)
+    const lines = this.env.hookServer.logLines().filter((line) => line.controller === controller && line.hook === hook)
+    const etags = new Set(lines.filter((line) => line.parent === parent && line.etag !== undefined).map((line) => line.etag))
+    return lines.filter((line) => line.parent === parent || (line.statusCode === 304 && etags.has(line.etag)))
   }
 
   /**
