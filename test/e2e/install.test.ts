@@ -28,7 +28,8 @@ const overlays = readdirSync(join(root, 'manifests', 'overlays')).map((overlay) 
  * instead of refusing them, and a warning about any other field still fails.
  */
 const newerFields = [
-  ...metacontrollerSupportsHookV2(metacontroller.crds) ? [] : ['spec.hooks.sync.version', 'spec.hooks.finalize.version'],
+  // Webhook ETags (v4.3) came before hook v2 (v4.15), so a Metacontroller without v2 may lack both.
+  ...metacontrollerSupportsHookV2(metacontroller.crds) ? [] : ['spec.hooks.sync.version', 'spec.hooks.finalize.version', 'spec.hooks.sync.webhook.etag'],
   ...metacontrollerSupportsEndpointConfigs(metacontroller.crds) ? [] : ['spec.endpointConfigs']
 ]
 
