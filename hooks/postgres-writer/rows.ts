@@ -87,23 +87,6 @@ const COMMIT: Query = ['COMMIT']
 const lockRow = (id: string): Query => ['SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [id]]
 
 /**
- * Sends `queries` together (the pool's connections pipeline them: one round trip), and waits for every answer. Those
- * with values are named prepared statements when `prepared`; BEGIN and COMMIT go as they are.
- */
-async function pipelined (db: pg.PoolClient, prepared: boolean, queries: readonly Query[]): Promise<pg.QueryResult[]> {
-  // pg submits each query as it is called, in a write of its own; corked, they leave in one write (a system call).
-  const { stream } = (db as unknown as { connection: { stream: Writable } }).connection
-  stream.cork()
-  const sent = queries.map(async ([text, values]) =>
-    values === undefined ? await db.query(text) : await db.query(statement(db, prepared, text, values)))
-  stream.uncork()
-  const settled = await Promise.allSettled(sent)
-  const failure = settled.find((result) => result.status === 'rejected')
-  if (failure !== undefined) throw failure.reason
-  return settled.map((result) => (result as PromiseFulfilledResult<pg.QueryResult>).value)
-}
-
-/**
  * How long a table found fit is taken to stay so. Every write checks that the table's name still means the table
  * found fit (its OID), which catches a table dropped and created again as anything else; what can change under the
  * same OID (ATTACH PARTITION, INHERIT, a column's type) shows as a failed write or at the next look, at most this late.
@@ -171,13 +154,13 @@ export class RowStore {
              SELECT EXISTS (SELECT 1 FROM tombstone) AS first,`
           : 'SELECT true AS first,'
         try {
-          const [, , found] = await pipelined(db, this.io.preparedStatements, [BEGIN, lockRow(id), [
+          const [, , found] = await this.pipelined(db, [BEGIN, lockRow(id), [
             `${record} ARRAY(${rowTablesQuery('$1', '$2', '$3')} ORDER BY c.relname)::text[] AS tables`,
             [this.schema, TABLE_NAME_PATTERN, this.allowlist(), ...tombstones ? [uid, id] : []]
           ]])
           const { first, tables } = found?.rows[0] as { first: boolean, tables: string[] }
-          const deletes: Query[] = first ? tables.map((table) => [`DELETE FROM ONLY ${this.table(table)} WHERE id = $1`, [id]]) : []
-          await pipelined(db, this.io.preparedStatements, [...deletes, COMMIT])
+          const deletes: Query[] = first ? tables.map((table) => this.deleteRow(table, id)) : []
+          await this.pipelined(db, [...deletes, COMMIT])
           return { kind: 'done' }
         } catch (error) {
           if (!tableChanged(error) || attempt === 2) throw error
@@ -256,6 +239,27 @@ export class RowStore {
     return { tombstones: row?.tombstones === true, relation: row?.oid === null || row === undefined ? undefined : row }
   }
 
+  /**
+   * Sends `queries` together (the pool's connections pipeline them: one round trip), and waits for every answer. Those
+   * with values go as statements of `query`; BEGIN and COMMIT go as they are.
+   */
+  private async pipelined (db: pg.PoolClient, queries: readonly Query[]): Promise<pg.QueryResult[]> {
+    // pg submits each query as it is called, in a write of its own; corked, they leave in one write (a system call).
+    const { stream } = (db as unknown as { connection: { stream: Writable } }).connection
+    stream.cork()
+    const sent = queries.map(async ([text, values]) => values === undefined ? await db.query(text) : await this.query(db, text, values))
+    stream.uncork()
+    const settled = await Promise.allSettled(sent)
+    const failure = settled.find((result) => result.status === 'rejected')
+    if (failure !== undefined) throw failure.reason
+    return settled.map((result) => (result as PromiseFulfilledResult<pg.QueryResult>).value)
+  }
+
+  /** Deletes the row `id` from `table` alone, none of its children. */
+  private deleteRow (table: string, id: string): Query {
+    return [`DELETE FROM ONLY ${this.table(table)} WHERE id = $1`, [id]]
+  }
+
   /** One statement with values, named when PG_PREPARED_STATEMENTS allows (see database/statements.ts). */
   private async query<R extends pg.QueryResultRow> (db: pg.PoolClient, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
     return await db.query<R>(statement(db, this.io.preparedStatements, text, values))
@@ -309,13 +313,13 @@ export class RowStore {
    * that could hold the row, that is one round trip; otherwise the copies elsewhere are deleted before COMMIT.
    */
   private async place (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale'> {
-    const [, , alone] = await pipelined(db, this.io.preparedStatements, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, true), COMMIT])
+    const [, , alone] = await this.pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, true), COMMIT])
     const report = alone?.rows[0] as Placement
     if (report.others.length === 0 || !report.sameTable || report.finalized) return this.placed(report, row, table, uid)
 
-    const [, , moved] = await pipelined(db, this.io.preparedStatements, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, false)])
+    const [, , moved] = await this.pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, false)])
     const placement = moved?.rows[0] as Placement
-    await pipelined(db, this.io.preparedStatements, [...placement.others.map((other): Query => [`DELETE FROM ONLY ${this.table(other)} WHERE id = $1`, [row.id]]), COMMIT])
+    await this.pipelined(db, [...placement.others.map((other) => this.deleteRow(other, row.id)), COMMIT])
     return this.placed(placement, row, table, uid)
   }
 
