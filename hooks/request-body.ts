@@ -129,7 +129,7 @@ export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
     }
   }
   const bytes = joined(body)
-  if (checked && nestsDeeperThan(bytes, MAX_DEPTH)) {
+  if (checked && textNestsDeeperThan(bytes, MAX_DEPTH)) {
     throw new HookError(400, `request body nests objects and arrays more than ${MAX_DEPTH} levels deep, deeper than anything the API server ` +
       'stores (it refuses JSON nested more than 10,000 levels): send a Metacontroller v2 hook request about a real object')
   }
@@ -194,8 +194,11 @@ export const MAX_DEPTH = 10_016
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 
-/** Whether `bytes` (JSON) nests objects and arrays more than `limit` deep; strings are skipped, escapes included. */
-export function nestsDeeperThan (bytes: Buffer, limit: number): boolean {
+/**
+ * wire/objects.ts's nestsDeeperThan for a body not parsed yet: whether `bytes` (JSON) nests objects and arrays more
+ * than `limit` deep. Strings are skipped, escapes included.
+ */
+export function textNestsDeeperThan (bytes: Buffer, limit: number): boolean {
   let depth = 0
   for (let index = 0; index < bytes.length; index++) {
     const byte = bytes[index] as number

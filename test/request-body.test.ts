@@ -3,7 +3,8 @@ import { test } from 'node:test'
 import fc from 'fast-check'
 import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
-import { BodyBudget, BYTES_PER_VALUE, countValues, MAX_DEPTH, nestsDeeperThan } from '../hooks/request-body.js'
+import { BodyBudget, BYTES_PER_VALUE, countValues, MAX_DEPTH, textNestsDeeperThan } from '../hooks/request-body.js'
+import { nestsDeeperThan } from '../hooks/wire/objects.js'
 import { build } from './helpers/app.js'
 import { fixtureNames, fixture } from './helpers/fixtures.js'
 import { podSetRequest } from './podset/requests.js'
@@ -152,16 +153,16 @@ test('a body with more JSON values than HOOKS_BODY_LIMIT / 16 gets 413 naming th
   assert.match(refused.json().message, /more than 65536 JSON values .* HOOKS_BODY_LIMIT \(1048576 bytes\).* raise HOOKS_BODY_LIMIT/)
 })
 
-test('nestsDeeperThan counts the nesting of objects and arrays, not the brackets inside strings', () => {
-  const deeper = (json: string, limit: number): boolean => nestsDeeperThan(Buffer.from(json), limit)
+test('textNestsDeeperThan counts the nesting of objects and arrays, not the brackets inside strings', () => {
+  const deeper = (json: string, limit: number): boolean => textNestsDeeperThan(Buffer.from(json), limit)
   assert.equal(deeper('[[{"a":[1]}]]', 3), true)
   assert.equal(deeper('[[{"a":[1]}]]', 4), false)
   assert.equal(deeper(JSON.stringify([{ a: '[[[[' }, { b: '\\' }, [[]]]), 2), true, 'an escaped backslash ends before the closing quote')
   assert.equal(deeper(JSON.stringify([{ a: '\\"[[' }]), 2), false, 'an escaped quote does not close a string')
   assert.equal(deeper('[[[]],[[]],[[]]]', 3), false, 'closed arrays give their depth back')
+  // The same answer as the walk of the parsed value.
   fc.assert(fc.property(fc.jsonValue({ maxDepth: 8 }), fc.nat(10), (value, limit) => {
-    const depthOf = (v: unknown): number => typeof v === 'object' && v !== null ? 1 + Math.max(0, ...Object.values(v).map(depthOf)) : 0
-    assert.equal(deeper(JSON.stringify(value), limit), depthOf(value) > limit)
+    assert.equal(deeper(JSON.stringify(value), limit), nestsDeeperThan(value, limit))
   }), { numRuns: 500 })
 })
 
