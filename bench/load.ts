@@ -90,7 +90,7 @@ export async function httpLoad (load: HttpLoad, connections: number, length: Len
     if (statusCode !== expected) unexpected++
   })
   const result = await instance
-  return { latenciesMs: latencies, seconds: result.duration, unexpectedStatus: unexpected, errors: result.errors + result.timeouts + result.mismatches }
+  return { latenciesMs: latencies, seconds: result.duration, unexpectedStatus: unexpected, errors: result.errors + result.mismatches }
 }
 
 /** `connections` workers, each running `query` on the pool back to back: the database's own limit. */
