@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import fc from 'fast-check'
 import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
-import { BodyBudget, BYTES_PER_VALUE, countValues, MAX_DEPTH, textNestsDeeperThan } from '../hooks/request-body.js'
+import { BodyBudget, bodyLimits, BYTES_PER_VALUE, countValues, MAX_DEPTH, parseBody, textNestsDeeperThan } from '../hooks/request-body.js'
 import { nestsDeeperThan } from '../hooks/wire/objects.js'
 import { build } from './helpers/app.js'
 import { fixtureNames, fixture } from './helpers/fixtures.js'
@@ -154,16 +154,42 @@ test('a body with more JSON values than HOOKS_BODY_LIMIT / 16 gets 413 naming th
 })
 
 test('textNestsDeeperThan counts the nesting of objects and arrays, not the brackets inside strings', () => {
-  const deeper = (json: string, limit: number): boolean => textNestsDeeperThan(Buffer.from(json), limit)
+  const deeper = (json: string, limit: number): boolean => textNestsDeeperThan([Buffer.from(json)], limit)
   assert.equal(deeper('[[{"a":[1]}]]', 3), true)
   assert.equal(deeper('[[{"a":[1]}]]', 4), false)
   assert.equal(deeper(JSON.stringify([{ a: '[[[[' }, { b: '\\' }, [[]]]), 2), true, 'an escaped backslash ends before the closing quote')
   assert.equal(deeper(JSON.stringify([{ a: '\\"[[' }]), 2), false, 'an escaped quote does not close a string')
   assert.equal(deeper('[[[]],[[]],[[]]]', 3), false, 'closed arrays give their depth back')
-  // The same answer as the walk of the parsed value.
-  fc.assert(fc.property(fc.jsonValue({ maxDepth: 8 }), fc.nat(10), (value, limit) => {
-    assert.equal(deeper(JSON.stringify(value), limit), nestsDeeperThan(value, limit))
+  // The same answer as the walk of the parsed value, however the bytes are cut into chunks.
+  fc.assert(fc.property(fc.jsonValue({ maxDepth: 8 }), fc.nat(10), fc.array(fc.nat(), { maxLength: 12 }), (value, limit, cuts) => {
+    const bytes = Buffer.from(JSON.stringify(value))
+    assert.equal(textNestsDeeperThan(cutAt(bytes, cuts), limit), nestsDeeperThan(value, limit))
   }), { numRuns: 500 })
+  // Strings and runs of backslashes, odd and even, that go on in the next chunk, down to chunks of one byte.
+  for (const value of [['\\"[[[[[['], ['\\\\"[['], [{ a: '\\\\\\' }, [[[]]]], ['[[[\\', '\\\\\\"[['], [['\\']]]) {
+    const bytes = Buffer.from(JSON.stringify(value))
+    for (const size of [1, 2, 3, 5]) {
+      const chunks = cutAt(bytes, Array.from({ length: bytes.length }, (_, index) => index * size))
+      for (let limit = 0; limit <= 4; limit++) assert.equal(textNestsDeeperThan(chunks, limit), nestsDeeperThan(value, limit), `${bytes} in chunks of ${size}`)
+    }
+  }
+})
+
+/** `bytes` cut at each offset (taken modulo its length), in order: the chunks a socket could have delivered. */
+function cutAt (bytes: Buffer, offsets: readonly number[]): Buffer[] {
+  const points = [...new Set(offsets.map((offset) => offset % (bytes.length + 1)))].sort((a, b) => a - b)
+  return [0, ...points].map((start, index) => bytes.subarray(start, points[index] ?? bytes.length)).filter((chunk) => chunk.length > 0)
+}
+
+test('parseBody decodes a body in whatever chunks it arrived, characters split between chunks included', () => {
+  const value = { parent: { metadata: { name: 'ü-€-😀', labels: { 'a\\"b': 'c' } } }, children: {} }
+  const bytes = Buffer.from(JSON.stringify(value))
+  for (let size = 1; size <= 5; size++) {
+    const chunks = cutAt(bytes, Array.from({ length: bytes.length }, (_, index) => index * size))
+    assert.deepEqual(parseBody({ chunks, length: bytes.length, digest: undefined }, bodyLimits(1024 * 1024)), value)
+  }
+  const invalid = Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xc3, 0x22, 0x7d])
+  assert.deepEqual(parseBody({ chunks: cutAt(invalid, [6, 7]), length: invalid.length, digest: undefined }, bodyLimits(1024)), { a: '\ufffd\ufffd' })
 })
 
 test(`a body above the bound on values that nests deeper than ${MAX_DEPTH} levels gets 400 before it is parsed; ${MAX_DEPTH} levels are served`, async (t) => {
