@@ -1,4 +1,5 @@
 import { deepStrictEqual } from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import { cpus } from 'node:os'
@@ -36,6 +37,21 @@ const selected = (name: string): boolean => casePattern.test(name)
 
 const log = (line: string): void => { process.stdout.write(`${line}\n`) }
 
+/**
+ * Where each process runs. With two CPUs or more, every measured side runs alone on the last CPU (one side is under
+ * load at a time), and this process (autocannon, the pg loop) with the PostgreSQL it starts on the others: a side's
+ * CPU time per request then depends on its own work, not on what the scheduler put beside it. Unpinned, the same
+ * build measured twice in a row differed by up to 12 %; pinned, by 1-3 %.
+ */
+const cpuCount = cpus().length
+const placement = cpuCount >= 2 ? { sides: String(cpuCount - 1), load: cpuCount === 2 ? '0' : `0-${cpuCount - 2}` } : undefined
+
+function pin (pid: number, cpuList: string): void {
+  // -a: every thread of the process (V8's and libuv's too); threads started later inherit it.
+  execFileSync('taskset', ['-a', '-c', '-p', cpuList, String(pid)], { stdio: 'ignore' })
+}
+if (placement !== undefined) pin(process.pid, placement.load)
+
 /** A server process the bench measures: CPU time and peak RSS from /proc. */
 interface MeasuredProcess {
   name: string
@@ -52,6 +68,7 @@ async function startProcess (name: string, entry: string, env: NodeJS.ProcessEnv
   // stdout (one log line per hook call for this server, as in production) is dropped. No side opens a probe port
   // (probePort 0): health is asked on the hook port.
   const server = await startServerProcess({ entry, nodeArgs, env, probePort: 0, output: 'discard' })
+  if (placement !== undefined) pin(server.pid, placement.sides)
   const { url } = server
   // Every reset first reads the peak since the last one, so the whole run's peak covers warm-ups and pauses too.
   let wholeRunPeak = 0
@@ -258,7 +275,8 @@ try {
   ])
   processes.push(ours, fastifyPeer, httpPeer)
   log(`bench: ${seconds} s per side and concurrency, concurrency ${CONCURRENCY.join('/')}, pool ${config.database.poolMax}, ` +
-    `this server with NODE_OPTIONS='${manifest.nodeOptions}' (the Deployment's, limit ${manifest.memoryLimitMiB} MiB)`)
+    `this server with NODE_OPTIONS='${manifest.nodeOptions}' (the Deployment's, limit ${manifest.memoryLimitMiB} MiB), ` +
+    (placement === undefined ? 'unpinned (one CPU)' : `sides on CPU ${placement.sides}, load and PostgreSQL on CPU ${placement.load}`))
 
   const resyncName = 'PostgresWriter unchanged resync'
   if (selected(resyncName)) {
@@ -362,7 +380,8 @@ log(`\n${rows.length} rows in ${elapsedSeconds} s; figures in bench/results.json
 await writeFile(join(root, 'bench', 'results.json'), `${JSON.stringify({
   date: new Date(started).toISOString(),
   node: process.version,
-  cpus: cpus().length,
+  cpus: cpuCount,
+  placement: placement ?? 'unpinned (one CPU)',
   secondsPerRun: seconds,
   concurrency: CONCURRENCY,
   poolMax: config.database.poolMax,

@@ -156,14 +156,20 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
 
   for (const controller of options.controllers) {
     const io = ioFor(controller, options.io)
+    // Only requests that can carry their own ETag can be answered 304.
+    const route = (hook: HookName) => ({
+      config: { controller: controller.name, hook },
+      preParsing: admitBody,
+      ...(answersFromRequestAlone(controller) ? { preValidation: notModified } : {})
+    })
     if (controller.type === 'composite') {
       for (const [hook, run] of definedHooks(controller.hooks)) {
-        fastify.post(`/${controller.name}/${hook}`, { schema: { body: CompositeRequestSchema }, config: { controller: controller.name, hook }, preParsing: admitBody, preValidation: notModified }, async (request, reply) =>
+        fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: CompositeRequestSchema } }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.parent, async (context) => await run(request.body, context)))
       }
     } else {
       for (const [hook, run] of definedHooks(controller.hooks)) {
-        fastify.post(`/${controller.name}/${hook}`, { schema: { body: DecoratorRequestSchema }, config: { controller: controller.name, hook }, preParsing: admitBody, preValidation: notModified }, async (request, reply) =>
+        fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: DecoratorRequestSchema } }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.object, async (context) => await run(request.body, context)))
       }
     }

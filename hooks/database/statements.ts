@@ -20,8 +20,21 @@ const sent = new WeakMap<pg.ClientBase, Set<string>>()
 /** Connections on which a prepared statement failed: they run unnamed statements until they are discarded. */
 const broken = new WeakSet<pg.ClientBase>()
 
+/**
+ * The names already given, by text. The hook's texts are a handful per table; past this many, the names are computed
+ * afresh, so that a server that saw many tables keeps no more.
+ */
+const names = new Map<string, string>()
+const MAX_NAMES = 1024
+
 function statementName (text: string): string {
-  return `hooks_${createHash('sha1').update(text).digest('hex')}`
+  let name = names.get(text)
+  if (name === undefined) {
+    if (names.size >= MAX_NAMES) names.clear()
+    name = `hooks_${createHash('sha1').update(text).digest('hex')}`
+    names.set(text, name)
+  }
+  return name
 }
 
 /** `text` with `values`, named when `prepared` and the connection has room for it. */

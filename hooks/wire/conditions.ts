@@ -11,7 +11,8 @@ export interface ConditionInput {
 
 /** Kubernetes timestamps carry whole seconds: `2026-11-22T18:46:34Z`. */
 export function kubernetesTime (date: Date): string {
-  return date.toISOString().replace(/\.\d{3}Z$/, 'Z')
+  // toISOString() is `YYYY-MM-DDTHH:mm:ss.sssZ` for every year from 0 to 9999.
+  return `${date.toISOString().slice(0, 19)}Z`
 }
 
 /** The conditions of an observed status, keeping only well-formed entries. */
