@@ -17,7 +17,7 @@ import { compositeCases, postgresWriterCreate, postgresWriterResync, type Compos
 
 /**
  * `npm run bench` (after `npm run build`): this server from dist/ in its own process, started as the Deployment
- * starts it (its NODE_OPTIONS), next to peers that compute the same answers in processes of their own (bench/peers/),
+ * starts it (the Node.js flags of its command), next to peers that compute the same answers in processes of their own (bench/peers/),
  * against a real PostgreSQL; autocannon at concurrency 1, 5 and 16; the sides of a case alternate in one run.
  * BENCH_DURATION (seconds per side and concurrency, default 5), BENCH_CASES (a regular expression on case names),
  * BENCH_CPU_PROF (a folder: this server runs with `node --cpu-prof` and writes its profile there on exit).
@@ -269,13 +269,13 @@ let resyncBefore = 0
 let resyncTable = ''
 try {
   const [ours, fastifyPeer, httpPeer] = await Promise.all([
-    startProcess('ours', 'bench/server.js', { ...databaseEnv, PG_SCHEMA: schema, NODE_OPTIONS: manifest.nodeOptions }, profile),
+    startProcess('ours', 'bench/server.js', { ...databaseEnv, PG_SCHEMA: schema }, [...manifest.nodeArgs, ...profile]),
     startProcess('fastify peer', 'bench/peers/fastify-hook.js', { ...databaseEnv, PG_SCHEMA: naiveSchema, PG_POOL_MAX: String(config.database.poolMax) }),
     startProcess('node:http peer', 'bench/peers/http-hook.js', {})
   ])
   processes.push(ours, fastifyPeer, httpPeer)
   log(`bench: ${seconds} s per side and concurrency, concurrency ${CONCURRENCY.join('/')}, pool ${config.database.poolMax}, ` +
-    `this server with NODE_OPTIONS='${manifest.nodeOptions}' (the Deployment's, limit ${manifest.memoryLimitMiB} MiB), ` +
+    `this server with the Deployment's ${manifest.nodeArgs.join(' ')} (limit ${manifest.memoryLimitMiB} MiB), ` +
     (placement === undefined ? 'unpinned (one CPU)' : `sides on CPU ${placement.sides}, load and PostgreSQL on CPU ${placement.load}`))
 
   const resyncName = 'PostgresWriter unchanged resync'
@@ -385,7 +385,7 @@ await writeFile(join(root, 'bench', 'results.json'), `${JSON.stringify({
   secondsPerRun: seconds,
   concurrency: CONCURRENCY,
   poolMax: config.database.poolMax,
-  nodeOptions: manifest.nodeOptions,
+  nodeArgs: manifest.nodeArgs,
   memoryLimitMiB: manifest.memoryLimitMiB,
   elapsedSeconds,
   rows,

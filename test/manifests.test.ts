@@ -5,6 +5,7 @@ import { test } from 'node:test'
 import { parse, parseAllDocuments } from 'yaml'
 import { controllers } from '../hooks/controllers.js'
 import { HOOK_SERVICE } from '../scripts/manifests.js'
+import { deployment as hookDeployment } from './helpers/deployment.js'
 
 const root = join(import.meta.dirname, '..', 'manifests')
 const load = async (path: string): Promise<any> => parse(await readFile(join(root, path), 'utf8'))
@@ -27,6 +28,11 @@ test('the hook Deployment is hardened as SPEC §5 asks', async () => {
   for (const probe of [container.livenessProbe, container.readinessProbe]) assert.equal(probe.httpGet.port, 'probes')
   assert.equal(deployment.spec.template.metadata.annotations['prometheus.io/port'], env.HOOKS_PROBE_PORT)
   for (const kind of ['requests', 'limits']) assert.ok(container.resources[kind].cpu !== undefined && container.resources[kind].memory !== undefined, kind)
+  // The command is the image's entrypoint with Node.js's flags between the program and the script.
+  const entrypoint = JSON.parse(/^ENTRYPOINT (.*)$/m.exec(await readFile(join(root, '..', 'Dockerfile'), 'utf8'))?.[1] ?? '[]')
+  const { nodeArgs, script } = hookDeployment()
+  assert.deepEqual(container.command, [entrypoint[0], ...nodeArgs, script])
+  assert.deepEqual(entrypoint, [entrypoint[0], script])
   assert.ok(pod.terminationGracePeriodSeconds > Number(container.env.find((e: any) => e.name === 'HOOKS_SHUTDOWN_TIMEOUT').value) + container.lifecycle.preStop.sleep.seconds)
   const service = await load('server/service.yaml')
   assert.equal(service.metadata.name, HOOK_SERVICE.name)

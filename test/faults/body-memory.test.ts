@@ -11,11 +11,11 @@ import { startHookServer, testSchema } from './hook-server.js'
 
 /**
  * The worst bodies at the default HOOKS_BODY_LIMIT, one and three at once, against the hook server as the Deployment
- * runs it (its NODE_OPTIONS): the process stays up, answers /healthz after each, and stays under the Deployment's
+ * runs it (the Node.js flags of its command): the process stays up, answers /healthz after each, and stays under the Deployment's
  * memory limit; a real 2,000-pod parent with managedFields is still served.
  */
 
-const { memoryLimitMiB, nodeOptions } = deployment()
+const { memoryLimitMiB, nodeArgs } = deployment()
 const limits = bodyLimits(loadConfig({}).bodyLimit)
 const request = JSON.stringify(fixture('podset', 'first-sync'))
 
@@ -55,8 +55,8 @@ async function peakOf (server: ServerProcess, body: string, times: number, statu
   return server.peakRssMiB()
 }
 
-test(`the worst bodies at HOOKS_BODY_LIMIT (${limits.bytes} bytes) keep the server up and under the Deployment's ${memoryLimitMiB} MiB (NODE_OPTIONS ${nodeOptions})`, async (t) => {
-  const server = await startHookServer(t, { DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema(), NODE_OPTIONS: nodeOptions })
+test(`the worst bodies at HOOKS_BODY_LIMIT (${limits.bytes} bytes) keep the server up and under the Deployment's ${memoryLimitMiB} MiB (${nodeArgs.join(' ')})`, async (t) => {
+  const server = await startHookServer(t, { DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema() }, { nodeArgs })
   for (const worst of WORST) {
     const body = worst.body()
     assert.ok(body.length <= limits.bytes && body.length > limits.bytes - 4096, `${worst.name}: ${body.length} bytes`)

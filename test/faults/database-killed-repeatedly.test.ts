@@ -48,7 +48,7 @@ for (const poolMax of (process.env.KILL_POOLS ?? '2,10').split(',').map(Number))
       if (!server.running()) {
         exits++
         exitLogs.push(server.output().split('\n').filter((line) => line.includes('rror')).slice(-3).join('\n'))
-        server = await startHookServer(t, env, server.port)
+        server = await startHookServer(t, env, { port: server.port })
       }
     }
     for (let waited = 0; answers.slice(-CONCURRENCY).some((a) => outcomeOf(a) !== 'Ready') && waited < 20_000; waited += 100) await sleep(100)

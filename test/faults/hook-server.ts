@@ -19,10 +19,13 @@ export const STATEMENT_TIMEOUT_SECONDS = 2
  */
 export const CALL_BOUND_MS = (CONNECT_TIMEOUT_SECONDS + STATEMENT_TIMEOUT_SECONDS + 1 + 3) * 1000
 
-/** Starts the hook server with the given database and schema (and these timeouts); it is stopped after the test. */
-export async function startHookServer (t: TestContext, env: { DATABASE_URL: string, PG_SCHEMA: string } & Record<string, string>, port?: number): Promise<ServerProcess> {
+/**
+ * Starts the hook server with the given database and schema (and these timeouts), on `port` when given, with Node.js's
+ * `nodeArgs`; it is stopped after the test.
+ */
+export async function startHookServer (t: TestContext, env: { DATABASE_URL: string, PG_SCHEMA: string } & Record<string, string>, options: { port?: number, nodeArgs?: string[] } = {}): Promise<ServerProcess> {
   const server = await startServer({
-    port,
+    ...options,
     env: { PG_CONNECT_TIMEOUT: String(CONNECT_TIMEOUT_SECONDS), PG_STATEMENT_TIMEOUT: String(STATEMENT_TIMEOUT_SECONDS), ...env }
   })
   t.after(async () => { await server.stop() })

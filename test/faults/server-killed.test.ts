@@ -77,7 +77,7 @@ test('the hook server SIGKILLed mid-load and restarted: no partial row, and repl
     if (move) movesCutOff++
   }
 
-  const second = await startHookServer(t, env, first.port)
+  const second = await startHookServer(t, env, { port: first.port })
   const replayed = await replay(second, writers)
   assert.deepEqual(replayed.map(outcomeOf), replayed.map(() => 'Ready'))
   const checked = await assertRowsMatchWriters(await postgres.connect(), schema, writers)
