@@ -1,6 +1,7 @@
-import { createHash, type Hash } from 'node:crypto'
+import { createHash } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
+import xxhash from 'xxhash-wasm'
 import type { Controller, HookName } from './controller.js'
 
 /**
@@ -8,9 +9,9 @@ import type { Controller, HookName } from './controller.js'
  * parent (kind, namespace, name), the last 200 answer that carried an `ETag`, sends that ETag back in
  * `If-None-Match`, and on a 304 reuses the answer it kept.
  *
- * Here an ETag names the request itself: a digest of the hook's identity (the build that answers, the controller, the
- * hook) and of the request's bytes as they arrive. Equal ETags mean the same code got a byte-identical request, so a
- * 304 needs neither decoding nor parsing. That is sound only where the answer is a function of the request: a
+ * Here an ETag names the request itself: the hook's identity (the build that answers, the controller, the hook) and a
+ * digest of the request's bytes as they arrive. Equal ETags mean the same code got a byte-identical request, so a 304
+ * needs neither decoding nor parsing. That is sound only where the answer is a function of the request: a
  * controller that declares no I/O (`needs: []`). Its hooks get no configuration and no state, only the clock, which
  * stamps `lastTransitionTime` on a condition whose status changes (wire/conditions.ts); a repeated request then gets
  * the answer kept from its first call, stamped when that change was first seen, which is the truer time anyway.
@@ -45,15 +46,36 @@ export function buildIdentity (): string {
   return build
 }
 
-/** A new digest of one hook's requests: fed the body's bytes, it gives the ETag with `etag()`. */
-export function requestDigest (controller: Controller, hook: HookName): () => Hash {
-  const identity = `${buildIdentity()}\n${controller.name}\n${hook}\n`
-  return () => createHash('sha256').update(identity)
+/**
+ * The bytes are digested with XXH64 (xxhash-wasm): 0.04 ms for a 544 KiB body, where SHA-256 took 0.35 ms, most of
+ * what a 304 cost. The digest only has to tell one request about a parent from the next one Metacontroller sends about
+ * the same parent, which 64 bits do (two different requests share a digest once in 2^64). A digest that can be made to
+ * collide on purpose gains a writer of the parent or its children nothing: Metacontroller would reuse the answer to
+ * the parent's previous request, which it applies anyway, until the next change.
+ */
+const { create64 } = await xxhash()
+
+/** A digest of one request's bytes, fed as they arrive, and the ETag it gives. */
+export class RequestDigest {
+  private readonly state = create64()
+
+  /** `hook`: the identity of the hook that answers (the build, the controller, the hook). */
+  constructor (private readonly hook: string) {}
+
+  update (bytes: Uint8Array): void {
+    this.state.update(bytes)
+  }
+
+  /** The ETag (a strong one) of the bytes fed so far. */
+  etag (): string {
+    return `"${this.hook}-${this.state.digest().toString(16).padStart(16, '0')}"`
+  }
 }
 
-/** The ETag (a strong one) of a digest fed a whole body. */
-export function etag (digest: Hash): string {
-  return `"${digest.digest('base64url')}"`
+/** New digests of one hook's requests. */
+export function requestDigest (controller: Controller, hook: HookName): () => RequestDigest {
+  const identity = createHash('sha256').update(`${buildIdentity()}\n${controller.name}\n${hook}\n`).digest('base64url').slice(0, 16)
+  return () => new RequestDigest(identity)
 }
 
 /** `If-None-Match` holds `tag`: a list of entity tags compared weakly (RFC 9110 §13.1.2); `*` is not honoured. */

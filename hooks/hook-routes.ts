@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { BearerTokens, type BearerTokenSource } from './bearer-token.js'
 import { definedHooks, hookContext, ioFor, type Controller, type HookContext, type HookName, type Io } from './controller.js'
 import { HookError } from './errors.js'
-import { answersFromRequestAlone, etag, noneMatchHolds, requestDigest } from './etag.js'
+import { answersFromRequestAlone, noneMatchHolds, requestDigest } from './etag.js'
 import type { Metrics, Outcome } from './metrics.js'
 import { BodyBudget, bodyLimits, bodyTooLarge, parseBody, receiveBody } from './request-body.js'
 import { kubernetesTime, observedConditions } from './wire/conditions.js'
@@ -93,7 +93,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const digest = digests.get(request.routeOptions.url ?? '')?.()
     const body = await receiveBody(payload, limits, contentLength(request), digest)
     if (digest !== undefined) {
-      request.etag = etag(digest)
+      request.etag = digest.etag()
       if (noneMatchHolds(request.headers['if-none-match'], request.etag)) return NOT_MODIFIED
     }
     return parseBody(body, limits)

@@ -1,7 +1,7 @@
 import { isAscii } from 'node:buffer'
-import type { Hash } from 'node:crypto'
 import type { Readable } from 'node:stream'
 import { HookError } from './errors.js'
+import type { RequestDigest } from './etag.js'
 
 /**
  * How a hook request's body is received and parsed: within HOOKS_BODY_LIMIT, with at most `values` JSON values,
@@ -72,14 +72,14 @@ export function countValues (bytes: Uint8Array): number {
 export interface ReceivedBody {
   chunks: Buffer[]
   length: number
-  digest: Hash | undefined
+  digest: RequestDigest | undefined
 }
 
 /**
  * Reads a body, refusing it (413) as soon as it passes the byte limit, and feeding `digest` as the bytes arrive.
  * `expectedLength` is the Content-Length, when the client sent one.
  */
-export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: Hash | undefined): Promise<ReceivedBody> {
+export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: RequestDigest | undefined): Promise<ReceivedBody> {
   if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
   return await new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
@@ -111,10 +111,10 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
 }
 
 /**
- * The body as JSON, once its values are counted (413 past the bound). Decoded once: a body of ASCII alone (as
- * Kubernetes objects nearly always are) is copied into a one-byte string, which costs a third less than decoding
- * UTF-8. Plain `JSON.parse`, without a reviver; only a text that spells `__proto__` or `constructor`, or escapes a
- * character, is walked for prototype keys.
+ * The body as JSON, once its values are counted (413 past the bound), without the contents of its managedFields
+ * (see withoutManagedFields). Decoded once: a body of ASCII alone (as Kubernetes objects nearly always are) is copied
+ * into a one-byte string, which costs a third less than decoding UTF-8. Plain `JSON.parse`, without a reviver; only a
+ * text that spells `__proto__` or `constructor`, or escapes a character, is walked for prototype keys.
  */
 export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
   if (body.length === 0) throw new HookError(400, 'request body is empty: send a Metacontroller v2 hook request as JSON')
@@ -133,12 +133,12 @@ export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
     throw new HookError(400, `request body nests objects and arrays more than ${MAX_DEPTH} levels deep, deeper than anything the API server ` +
       'stores (it refuses JSON nested more than 10,000 levels): send a Metacontroller v2 hook request about a real object')
   }
-  const text = decode(bytes)
+  const text = withoutManagedFields(bytes)
   let value: unknown
   try {
     value = JSON.parse(text)
   } catch (error) {
-    throw new HookError(400, `request body is not valid JSON (${(error as Error).message}): send a Metacontroller v2 hook request`)
+    throw new HookError(400, `request body is not valid JSON (${jsonError(bytes, error)}): send a Metacontroller v2 hook request`)
   }
   if (PROTOTYPE_KEY_TEXT.test(text)) refusePrototypeKeys(value)
   return value
@@ -196,11 +196,6 @@ function joined (body: ReceivedBody): Buffer {
   return joinBuffer.subarray(0, body.length)
 }
 
-/** The body's text; its bytes are left to the garbage collector while the text is parsed. */
-function decode (bytes: Buffer): string {
-  return isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8')
-}
-
 /**
  * The API server refuses JSON nested more than 10,000 levels deep, and a hook request holds its objects a few levels
  * down. V8 parses deep nesting with memory outside the heap's limit (a body nested a million levels took the process
@@ -236,6 +231,101 @@ export function textNestsDeeperThan (bytes: Buffer, limit: number): boolean {
     }
   }
   return false
+}
+
+/**
+ * The body's text without what is inside its `"managedFields":[…]` arrays (each becomes `[]`). managedFields is the
+ * API server's record of which client set which field: no hook reads it (children are built from the parent's spec,
+ * and observed children are read for their status), yet it is a third of a real request's bytes and, being objects of
+ * many small keys, half the cost of parsing it (a 100-pod PodSet: 4.9 ms to parse, 2.3 without). Only the key is
+ * matched, wherever it is: in valid JSON, an unescaped quote followed by `managedFields":` opens that key. The array
+ * is skipped to its closing bracket, strings and nesting followed; an array that does not close where JSON says it
+ * must is left in, for JSON.parse to judge. Valid JSON stays valid once the contents of such an array are gone, so
+ * the text parses whenever the body does.
+ */
+export function withoutManagedFields (bytes: Buffer): string {
+  const encoding = isAscii(bytes) ? 'latin1' : 'utf8'
+  const pieces: string[] = []
+  // The bytes before `from` are in `pieces`, or left out.
+  let from = 0
+  let key = bytes.indexOf(MANAGED_FIELDS)
+  while (key !== -1) {
+    let open = key + MANAGED_FIELDS.length
+    while (JSON_WHITESPACE[bytes[open] as number] === 1) open++
+    const close = bytes[open] === OPEN_ARRAY && !escaped(bytes, key) ? closingBracket(bytes, open) : -1
+    if (close !== -1) {
+      pieces.push(bytes.toString(encoding, from, open + 1))
+      from = close
+    }
+    key = bytes.indexOf(MANAGED_FIELDS, close === -1 ? key + 1 : close)
+  }
+  if (from === 0) return bytes.toString(encoding)
+  pieces.push(bytes.toString(encoding, from))
+  return pieces.join('')
+}
+
+const MANAGED_FIELDS = Buffer.from('"managedFields":')
+const OPEN_ARRAY = 0x5b
+const JSON_WHITESPACE = new Uint8Array(256)
+for (const byte of [0x20, 0x09, 0x0a, 0x0d]) JSON_WHITESPACE[byte] = 1
+
+/** Whether the quote at `index` is escaped: preceded by an odd number of backslashes. */
+function escaped (bytes: Buffer, index: number): boolean {
+  let backslashes = 0
+  while (bytes[index - 1 - backslashes] === BACKSLASH) backslashes++
+  return backslashes % 2 === 1
+}
+
+/** What the bracket matching looks at: quotes, opening brackets and closing brackets; other bytes are 0. */
+const QUOTE_BYTE = 1
+const OPENING = 2
+const CLOSING = 3
+const BRACKETS = new Uint8Array(256)
+BRACKETS[0x22] = QUOTE_BYTE
+BRACKETS[0x5b] = BRACKETS[0x7b] = OPENING
+BRACKETS[0x5d] = BRACKETS[0x7d] = CLOSING
+
+/** The closing brackets expected, innermost last: `]` (0x5d) or `}` (0x7d), each its opening bracket plus 2. */
+const expectedClosers = new Uint8Array(MAX_DEPTH)
+
+/**
+ * The index of the bracket that closes the array or object opening at `open`, or -1 when the text does not close it
+ * as JSON would (a stray or mismatched bracket, an unterminated string, nesting beyond MAX_DEPTH).
+ */
+function closingBracket (bytes: Buffer, open: number): number {
+  let depth = 0
+  for (let index = open; index < bytes.length; index++) {
+    const byte = bytes[index] as number
+    const kind = BRACKETS[byte]
+    if (kind === 0) continue
+    if (kind === QUOTE_BYTE) {
+      for (index++; index < bytes.length; index++) {
+        const inString = bytes[index] as number
+        if (inString === QUOTE) break
+        if (inString === BACKSLASH) index++
+      }
+    } else if (kind === OPENING) {
+      if (depth === MAX_DEPTH) return -1
+      expectedClosers[depth++] = byte + 2
+    } else {
+      if (depth === 0 || expectedClosers[--depth] !== byte) return -1
+      if (depth === 0) return index
+    }
+  }
+  return -1
+}
+
+/**
+ * What is wrong with a body that is not JSON. Its text without managedFields failed to parse, so the body does too;
+ * the body's own text is parsed for the message, whose positions and excerpt are then the body's.
+ */
+function jsonError (bytes: Buffer, error: unknown): string {
+  try {
+    JSON.parse(isAscii(bytes) ? bytes.toString('latin1') : bytes.toString('utf8'))
+  } catch (bodyError) {
+    return (bodyError as Error).message
+  }
+  return (error as Error).message
 }
 
 /**

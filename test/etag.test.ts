@@ -4,7 +4,8 @@ import { test } from 'node:test'
 import pg from 'pg'
 import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
-import { answersFromRequestAlone, etag, noneMatchHolds, requestDigest } from '../hooks/etag.js'
+import { answersFromRequestAlone, noneMatchHolds, requestDigest } from '../hooks/etag.js'
+import { bookStore } from '../hooks/bookstore/index.js'
 import { podSet } from '../hooks/podset/index.js'
 import { build, testDatabaseUrl } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
@@ -69,7 +70,7 @@ test('over HTTP, as Metacontroller: a byte-identical resync gets 304 and the kep
   const steady = fixture('podset', 'steady-state')
   const first = await client.call(url(), steady)
   assert.equal(first.status, 200)
-  assert.match(first.etag ?? '', /^"[\w-]{43}"$/)
+  assert.match(first.etag ?? '', /^"[\w-]{16}-[0-9a-f]{16}"$/, 'the hook\'s identity, then the digest of the bytes')
 
   const resync = await client.call(url(), steady)
   assert.equal(resync.status, 304)
@@ -149,15 +150,18 @@ test('over HTTP: every composite\'s hooks carry ETags; PostgresWriter\'s never d
 })
 
 test('a 304 is answered from the bytes alone: a body that is not even JSON gets it when its If-None-Match holds', async (t) => {
-  const { app } = await build(t, { databaseUrl: false, controllers: [podSet] })
+  const { app } = await build(t, { databaseUrl: false, controllers: [podSet, bookStore] })
   const payload = '{"this is": not JSON'
   const digest = requestDigest(podSet, 'sync')()
-  const tag = etag(digest.update(payload))
+  digest.update(Buffer.from(payload))
+  const tag = digest.etag()
   const answer = await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json', 'if-none-match': tag } })
   assert.equal(answer.statusCode, 304)
   assert.equal(answer.body, '')
   assert.equal(answer.headers.etag, tag)
   assert.equal((await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json' } })).statusCode, 400)
+  const otherHook = await app.inject({ method: 'POST', url: '/bookstore/sync', payload, headers: { 'content-type': 'application/json', 'if-none-match': tag } })
+  assert.equal(otherHook.statusCode, 400, 'the same bytes to another hook are another request')
   const metrics = await app.inject({ method: 'GET', url: '/metrics' })
   assert.match(metrics.body, /metacontroller_hooks_duration_seconds_count\{controller="podset",hook="sync",outcome="not_modified"\} 1/)
 })

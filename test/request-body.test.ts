@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import fc from 'fast-check'
 import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
-import { BodyBudget, bodyLimits, BYTES_PER_VALUE, countValues, MAX_DEPTH, parseBody, textNestsDeeperThan } from '../hooks/request-body.js'
+import { BodyBudget, bodyLimits, BYTES_PER_VALUE, countValues, MAX_DEPTH, parseBody, textNestsDeeperThan, withoutManagedFields } from '../hooks/request-body.js'
 import { nestsDeeperThan } from '../hooks/wire/objects.js'
 import { build } from './helpers/app.js'
 import { fixtureNames, fixture } from './helpers/fixtures.js'
@@ -11,7 +11,7 @@ import { podSetRequest } from './podset/requests.js'
 
 /**
  * The request path of hooks/request-body.ts: prototype keys refused after a plain JSON.parse; the value count that
- * bounds a parse; the memory budget bodies are admitted into.
+ * bounds a parse; managedFields left out of it; the memory budget bodies are admitted into.
  */
 
 test('countValues counts every {, [ and , byte, whatever the alignment of the bytes', () => {
@@ -167,6 +167,50 @@ test('textNestsDeeperThan counts the nesting of objects and arrays, not the brac
   // Odd and even runs of backslashes before a quote.
   for (const value of [['\\"[[[[[['], ['\\\\"[['], [{ a: '\\\\\\' }, [[[]]]], ['[[[\\', '\\\\\\"[['], [['\\']]]) {
     for (let limit = 0; limit <= 4; limit++) assert.equal(deeper(JSON.stringify(value), limit), nestsDeeperThan(value, limit), JSON.stringify(value))
+  }
+})
+
+/** `value` with every array under a managedFields key emptied: what a hook gets of a body. */
+function managedFieldsEmptied (value: unknown): unknown {
+  return JSON.parse(JSON.stringify(value), (key, item: unknown) => key === 'managedFields' && Array.isArray(item) ? [] : item)
+}
+
+/** JSON values whose objects often have a managedFields key, and whose strings and other keys spell or escape it. */
+const withManagedFieldsKeys = fc.letrec((tie) => ({
+  value: fc.oneof({ depthSize: 'small', withCrossShrink: true },
+    fc.oneof(fc.integer(), fc.boolean(), fc.constant(null), fc.string(), fc.constantFrom('"managedFields":[', '\\', '\\"managedFields":[', ']', '[{')),
+    fc.array(tie('value'), { maxLength: 4 }),
+    fc.dictionary(fc.oneof(fc.string({ maxLength: 4 }), fc.constantFrom('managedFields', 'x"managedFields', 'x\\', 'managedFields\\')), tie('value'), { maxKeys: 4 }),
+    fc.record({ managedFields: fc.array(tie('value'), { maxLength: 3 }) }))
+})).value
+
+test('withoutManagedFields empties every array under a managedFields key, and nothing else, however the text spells or escapes it', () => {
+  fc.assert(fc.property(withManagedFieldsKeys, fc.constantFrom(undefined, 1, '\t'), (value, indent) => {
+    const bytes = Buffer.from(JSON.stringify(value, null, indent))
+    assert.deepEqual(JSON.parse(withoutManagedFields(bytes)), managedFieldsEmptied(value))
+  }), { numRuns: 1000 })
+  // Real requests: every pod's managedFields and the parent's go; the rest is the request as sent.
+  const request = podSetRequest({ replicas: 3 })
+  const text = withoutManagedFields(Buffer.from(JSON.stringify(request)))
+  assert.deepEqual(JSON.parse(text), managedFieldsEmptied(request))
+  assert.equal(text.match(/"managedFields":\[\]/g)?.length, 4)
+})
+
+test('a body that is not JSON gets 400 with what JSON.parse says of the body as sent, also when its managedFields are left out', async (t) => {
+  const { app } = await build(t)
+  const request = JSON.stringify(podSetRequest({ replicas: 2 }))
+  for (const payload of [
+    `${request.slice(0, -1)},"broken":}`,
+    request.replace('"managedFields":[', '"managedFields":[}'),
+    request.replace('"managedFields":[', '"managedFields":["unterminated'),
+    `${request.slice(0, 2000)}`
+  ]) {
+    let expected = ''
+    try { JSON.parse(payload) } catch (error) { expected = (error as Error).message }
+    assert.notEqual(expected, '')
+    const answer = await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json' } })
+    assert.equal(answer.statusCode, 400)
+    assert.equal(answer.json().message, `request body is not valid JSON (${expected}): send a Metacontroller v2 hook request`)
   }
 })
 
