@@ -1,5 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox'
-import { TypeCompiler, ValueErrorType, type ValueError } from '@sinclair/typebox/compiler'
+import { TypeCompiler, ValueErrorType, type TypeCheck, type ValueError } from '@sinclair/typebox/compiler'
 import { unprocessableSpec } from './errors.js'
 
 /**
@@ -12,15 +12,22 @@ export function specParser<T extends TSchema> (schema: T, kind: string): (spec: 
   return (spec) => {
     const value = stored(schema, spec ?? {})
     if (check.Check(value)) return value
-    // TypeBox reports several errors for one bad field (missing, then of the wrong type): keep the first of each.
-    const problems = new Map<string, string>()
-    for (const error of check.Errors(value)) {
-      const path = `spec${error.path.replaceAll('/', '.')}`
-      if (!problems.has(path)) problems.set(path, `${path}: ${describe(error)}`)
-      if (problems.size === 5) break
-    }
-    throw unprocessableSpec(kind, [...problems.values()])
+    throw unprocessableSpec(kind, problems(check, value, 'spec'))
   }
+}
+
+/**
+ * What `check` finds wrong with `value`, as `<root>.<path>: <what>`, at most five fields. TypeBox reports several
+ * errors for one bad field (missing, then of the wrong type): the first of each is kept.
+ */
+export function problems (check: TypeCheck<TSchema>, value: unknown, root: string): string[] {
+  const found = new Map<string, string>()
+  for (const error of check.Errors(value)) {
+    const path = `${root}${error.path.replaceAll('/', '.')}`
+    if (!found.has(path)) found.set(path, `${path}: ${describe(error)}`)
+    if (found.size === 5) break
+  }
+  return [...found.values()]
 }
 
 interface SchemaNode {

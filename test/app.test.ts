@@ -53,10 +53,10 @@ test('/metrics counts a finalize as finalized or pending, never as not_ready', a
 const badBodies: Array<[string, string, RegExp]> = [
   ['malformed JSON', '{"object": {', /JSON/],
   ['an empty body', '', /empty/i],
-  ['a body that is not a hook request', '{"hello": "world"}', /required property 'controller'/],
-  ['a JSON array', '[1, 2]', /must be object/],
-  ['a missing object', JSON.stringify({ controller: {}, attachments: {} }), /must have required property 'object'/],
-  ['an object without metadata', JSON.stringify({ controller: {}, attachments: {}, object: { apiVersion: 'v1', kind: 'X' } }), /metadata/],
+  ['a body that is not a hook request', '{"hello": "world"}', /body\.controller: Expected required property/],
+  ['a JSON array', '[1, 2]', /^body: Expected object/],
+  ['a missing object', JSON.stringify({ controller: {}, attachments: {} }), /^body\.object: Expected required property/],
+  ['an object without metadata', JSON.stringify({ controller: {}, attachments: {}, object: { apiVersion: 'v1', kind: 'X' } }), /body\.object\.metadata: Expected required property/],
   ['finalizing as a string', JSON.stringify({ ...fixture('postgres-writer', 'sync-create'), finalizing: 'yes' }), /finalizing/],
   ['a generation as a string', JSON.stringify({ ...fixture('postgres-writer', 'sync-create'), object: { ...fixture('postgres-writer', 'sync-create').object, metadata: { name: 'x', generation: '1' } } }), /generation/],
   ['attachments of the wrong shape', JSON.stringify({ ...fixture('postgres-writer', 'sync-create'), attachments: { 'Secret.v1': ['x'] } }), /attachments/]
