@@ -64,13 +64,21 @@ export interface HttpLoad {
  */
 export type Length = { seconds: number } | { requests: number }
 
-/** Runs autocannon; latencies come from its per-response event, which has sub-millisecond resolution. */
+/**
+ * Runs autocannon; latencies come from its per-response event, which has sub-millisecond resolution, and so does the
+ * stretch's time: from the first request sent to the last answer. autocannon's own duration also counts building
+ * each connection's copy of the request and the wait for its next sample (every 100 ms): a stretch of four 304s to
+ * 2,000-pod requests took 60 ms, and autocannon said 170.
+ */
 export async function httpLoad (load: HttpLoad, connections: number, length: Length): Promise<Sample> {
   const { body } = load
   const request: Request = typeof body === 'string'
-    ? { method: 'POST', path: load.path, body }
+    // A Buffer, which autocannon sends as it is, instead of encoding the text again for every connection.
+    ? { method: 'POST', path: load.path, body: Buffer.from(body) }
     : { method: 'POST', path: load.path, setupRequest: (next) => ({ ...next, body: body() }) }
   const latencies: number[] = []
+  let firstSent = Number.POSITIVE_INFINITY
+  let lastAnswered = 0
   const expected = load.status ?? 200
   let unexpected = 0
   const instance = autocannon({
@@ -86,11 +94,15 @@ export async function httpLoad (load: HttpLoad, connections: number, length: Len
     ...(load.verifyBody === undefined ? {} : { verifyBody: load.verifyBody })
   })
   instance.on('response', (_client, statusCode, _bytes, milliseconds) => {
+    const now = performance.now()
+    firstSent = Math.min(firstSent, now - milliseconds)
+    lastAnswered = now
     latencies.push(milliseconds)
     if (statusCode !== expected) unexpected++
   })
   const result = await instance
-  return { latenciesMs: latencies, seconds: result.duration, unexpectedStatus: unexpected, errors: result.errors + result.mismatches }
+  const seconds = latencies.length === 0 ? result.duration : (lastAnswered - firstSent) / 1000
+  return { latenciesMs: latencies, seconds, unexpectedStatus: unexpected, errors: result.errors + result.mismatches }
 }
 
 /** `connections` workers, each running `query` on the pool back to back: the database's own limit. */
