@@ -5,7 +5,7 @@ import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
 import { podSet } from '../hooks/podset/index.js'
 import { ErrorResponseSchema } from '../hooks/wire/schemas.js'
-import { build } from './helpers/app.js'
+import { build, postText } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
 
 const UNREACHABLE = 'postgres://nobody:secret@127.0.0.1:1/none'
@@ -65,7 +65,7 @@ const badBodies: Array<[string, string, RegExp]> = [
 for (const [name, payload, message] of badBodies) {
   test(`${name} gets 400 with a message naming what is wrong`, async (t) => {
     const { app } = await build(t)
-    const response = await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload, headers: { 'content-type': 'application/json' } })
+    const response = await postText(app, '/postgres-writer/sync', payload)
     assert.equal(response.statusCode, 400)
     const body = response.json()
     assert.equal(body.error, 'Bad Request')

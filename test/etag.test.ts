@@ -7,7 +7,7 @@ import { controllers } from '../hooks/controllers.js'
 import { answersFromRequestAlone, noneMatchHolds, requestDigest } from '../hooks/etag.js'
 import { bookStore } from '../hooks/bookstore/index.js'
 import { podSet } from '../hooks/podset/index.js'
-import { build, testDatabaseUrl } from './helpers/app.js'
+import { build, postText, testDatabaseUrl } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
 import { startServer, type ServerProcess } from './helpers/server-process.js'
 
@@ -155,12 +155,12 @@ test('a 304 is answered from the bytes alone: a body that is not even JSON gets 
   const digest = requestDigest(podSet, 'sync')()
   digest.update(Buffer.from(payload))
   const tag = digest.etag()
-  const answer = await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json', 'if-none-match': tag } })
+  const answer = await postText(app, '/podset/sync', payload, { 'if-none-match': tag })
   assert.equal(answer.statusCode, 304)
   assert.equal(answer.body, '')
   assert.equal(answer.headers.etag, tag)
-  assert.equal((await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json' } })).statusCode, 400)
-  const otherHook = await app.inject({ method: 'POST', url: '/bookstore/sync', payload, headers: { 'content-type': 'application/json', 'if-none-match': tag } })
+  assert.equal((await postText(app, '/podset/sync', payload)).statusCode, 400)
+  const otherHook = await postText(app, '/bookstore/sync', payload, { 'if-none-match': tag })
   assert.equal(otherHook.statusCode, 400, 'the same bytes to another hook are another request')
   const metrics = await app.inject({ method: 'GET', url: '/metrics' })
   assert.match(metrics.body, /metacontroller_hooks_duration_seconds_count\{controller="podset",hook="sync",outcome="not_modified"\} 1/)

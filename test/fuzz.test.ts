@@ -6,7 +6,7 @@ import type pg from 'pg'
 import { hookNames, type Controller } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
 import { CompositeResponseSchema, DecoratorResponseSchema } from '../hooks/wire/schemas.js'
-import { build } from './helpers/app.js'
+import { build, postText } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
 
 /**
@@ -62,7 +62,7 @@ const responseSchemas = { composite: TypeCompiler.Compile(CompositeResponseSchem
 async function post (app: App, controller: Controller, hook: string, request: unknown, deep = deepJson(20_000, 'mixed')): Promise<number> {
   const payload = JSON.stringify(request).replaceAll(JSON.stringify(DEEP), deep)
   const url = `/${controller.name}/${hook}`
-  const response = await app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } })
+  const response = await postText(app, url, payload)
   assert.ok(ACCEPTABLE.includes(response.statusCode), `${url} answered ${response.statusCode}: ${response.body.slice(0, 300)}`)
   if (response.statusCode === 200) {
     assert.ok(responseSchemas[controller.type].Check(response.json()), `${url} answered 200 with a body that is not a v2 answer: ${response.body.slice(0, 300)}`)
@@ -198,7 +198,7 @@ test('prototype keys in a body are refused, not obeyed', async (t) => {
   ] as const) {
     const payload = text.replace(from, to)
     assert.notEqual(payload, text)
-    const response = await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload, headers: { 'content-type': 'application/json' } })
+    const response = await postText(app, '/postgres-writer/sync', payload)
     assert.equal(response.statusCode, 400, where)
   }
   assert.equal(({} as Record<string, unknown>).polluted, undefined)

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import type pg from 'pg'
 import { hookNames, type Controller } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
-import { build } from './helpers/app.js'
+import { build, postText } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
 import { edgeResources, refusedResources, resourceJson } from './helpers/refused-resources.js'
 
@@ -108,7 +108,7 @@ test('every resource the CRDs refuse at kubectl apply, the hook refuses too, say
     const controller = controllerNamed(refused.controller)
     const where = `${refused.controller}: ${refused.what}`
     const payload = syncAbout(controller, resourceJson(refused, { namespace: 'default', uid: '4f1c0e4e-1d2b-4c39-9c55-2f4b8f0d7a11', generation: 1 }))
-    const response = await app.inject({ method: 'POST', url: `/${controller.name}/sync`, payload, headers: { 'content-type': 'application/json' } })
+    const response = await postText(app, `/${controller.name}/sync`, payload)
     if (refused.hook.refusal === 422) {
       assert.equal(response.statusCode, 422, `${where}: ${response.body.slice(0, 300)}`)
       assert.match(response.json().message, refused.hook.message, where)
@@ -125,7 +125,7 @@ test('every resource at the edge of what the CRDs accept, the hook accepts too',
   for (const edge of edgeResources) {
     const controller = controllerNamed(edge.controller)
     const resource = { ...edge.resource, metadata: { ...edge.resource.metadata, namespace: 'default', uid: '4f1c0e4e-1d2b-4c39-9c55-2f4b8f0d7a11', generation: 1 } }
-    const response = await app.inject({ method: 'POST', url: `/${controller.name}/sync`, payload: syncAbout(controller, JSON.stringify(resource)), headers: { 'content-type': 'application/json' } })
+    const response = await postText(app, `/${controller.name}/sync`, syncAbout(controller, JSON.stringify(resource)))
     assert.equal(response.statusCode, 200, `${edge.controller}: ${edge.what}: ${response.body.slice(0, 300)}`)
     assert.doesNotMatch(response.json().status.conditions[0].reason, /^Invalid/, `${edge.controller}: ${edge.what}`)
   }

@@ -5,7 +5,7 @@ import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
 import { BodyBudget, bodyLimits, BYTES_PER_VALUE, countValues, MAX_DEPTH, parseBody, textNestsDeeperThan, withoutManagedFields } from '../hooks/request-body.js'
 import { nestsDeeperThan } from '../hooks/wire/objects.js'
-import { build } from './helpers/app.js'
+import { build, postText } from './helpers/app.js'
 import { fixtureNames, fixture } from './helpers/fixtures.js'
 import { podSetRequest } from './podset/requests.js'
 
@@ -108,7 +108,7 @@ test('a __proto__ key, or a constructor key holding a prototype, anywhere in a r
           for (const hook of hookNames(controller)) {
             const url = `/${controller.name}/${hook}`
             const post = async (payload: string): Promise<{ statusCode: number, body: string }> =>
-              await app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json' } })
+              await postText(app, url, payload)
             const answer = await post(hostile)
             const where = `${url} ${name}, ${key} at place ${place}`
             if (refuse) {
@@ -135,7 +135,7 @@ test('a prototype key is refused however deeply it nests, and named by its path'
   const { app } = await build(t)
   const text = JSON.stringify(fixture('podset', 'steady-state'))
   const deep = '{"a":'.repeat(20_000) + '{"__proto__":{"x":1}}' + '}'.repeat(20_000)
-  const answer = await app.inject({ method: 'POST', url: '/podset/sync', payload: text.replace('"spec":{', `"spec":{"deep":${deep},`), headers: { 'content-type': 'application/json' } })
+  const answer = await postText(app, '/podset/sync', text.replace('"spec":{', `"spec":{"deep":${deep},`))
   assert.equal(answer.statusCode, 400)
   const { message } = JSON.parse(answer.body)
   assert.ok(message.startsWith('request body has a "__proto__" key at controller.spec.deep.a.a.a'), message.slice(0, 100))
@@ -146,8 +146,8 @@ test('a body with more JSON values than HOOKS_BODY_LIMIT / 16 gets 413 naming th
   const { app } = await build(t, { env: { HOOKS_BODY_LIMIT: '1Mi' } })
   const request = fixture('podset', 'first-sync')
   const valid = JSON.stringify({ ...request, padding: Array.from({ length: 1024 * 1024 / BYTES_PER_VALUE / 2 - 200 }, () => []) })
-  assert.equal((await app.inject({ method: 'POST', url: '/podset/sync', payload: valid, headers: { 'content-type': 'application/json' } })).statusCode, 200)
-  const refused = await app.inject({ method: 'POST', url: '/podset/sync', payload: JSON.stringify({ ...request, padding: Array.from({ length: 40_000 }, () => []) }), headers: { 'content-type': 'application/json' } })
+  assert.equal((await postText(app, '/podset/sync', valid)).statusCode, 200)
+  const refused = await postText(app, '/podset/sync', JSON.stringify({ ...request, padding: Array.from({ length: 40_000 }, () => []) }))
   assert.equal(refused.statusCode, 413)
   assert.equal(refused.json().error, 'Payload Too Large')
   assert.match(refused.json().message, /more than 65536 JSON values .* HOOKS_BODY_LIMIT \(1048576 bytes\).* raise HOOKS_BODY_LIMIT/)
@@ -208,7 +208,7 @@ test('a body that is not JSON gets 400 with what JSON.parse says of the body as 
     let expected = ''
     try { JSON.parse(payload) } catch (error) { expected = (error as Error).message }
     assert.notEqual(expected, '')
-    const answer = await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json' } })
+    const answer = await postText(app, '/podset/sync', payload)
     assert.equal(answer.statusCode, 400)
     assert.equal(answer.json().message, `request body is not valid JSON (${expected}): send a Metacontroller v2 hook request`)
   }
@@ -237,7 +237,7 @@ test(`a body above the bound on values that nests deeper than ${MAX_DEPTH} level
   const send = async (depth: number): Promise<{ statusCode: number, json: () => { message: string } }> => {
     // Padded past the bound on values (65,536 bytes at 1Mi), where bodies are looked at.
     const payload = `${text.slice(0, -1)},"nested":${'['.repeat(depth)}${']'.repeat(depth)},"padding":"${'a'.repeat(70_000)}"}`
-    return await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json' } })
+    return await postText(app, '/podset/sync', payload)
   }
   assert.equal((await send(MAX_DEPTH - 2)).statusCode, 200, 'the body itself is one level, and nested in it')
   const refused = await send(MAX_DEPTH)
@@ -249,7 +249,7 @@ test(`a body above the bound on values that nests deeper than ${MAX_DEPTH} level
 test('a body whose Content-Length is wrong, a chunked body, a body of another type', async (t) => {
   const { app } = await build(t)
   const payload = JSON.stringify(fixture('podset', 'first-sync'))
-  const chunked = await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } })
+  const chunked = await postText(app, '/podset/sync', payload, { 'transfer-encoding': 'chunked' })
   assert.equal(chunked.statusCode, 200)
   const text = await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'text/plain' } })
   assert.equal(text.statusCode, 415)

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import { bookStore } from '../../hooks/bookstore/index.js'
 import { kubernetesTime } from '../../hooks/wire/conditions.js'
-import { build, NOW } from '../helpers/app.js'
+import { build, NOW, postText } from '../helpers/app.js'
 import { appliedChildren, withSortedKeys } from '../helpers/api-server/apply.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
@@ -337,7 +337,7 @@ test('a spec the hook cannot interpret gets 422 with a message naming the field'
 test('a plain number beyond 2^53 gets 422 saying so, never the rounded value JSON.parse made of it', async (t) => {
   const { app } = await build(t, { databaseUrl: false, controllers: [bookStore] })
   const payload = JSON.stringify(withSpec(fixture('bookstore', 'steady-state'), (spec) => { spec.bookDB.dbSize = 0 })).replace('"dbSize":0', '"dbSize":9007199254740993')
-  const response = await app.inject({ method: 'POST', url: '/bookstore/sync', payload, headers: { 'content-type': 'application/json' } })
+  const response = await postText(app, '/bookstore/sync', payload)
   assert.equal(response.statusCode, 422)
   assert.match(response.json().message, /spec\.bookDB\.dbSize: a plain number of bytes must be at most 9007199254740991 \(2\^53 - 1\)/)
   assert.doesNotMatch(response.json().message, /9007199254740992/)
@@ -371,7 +371,7 @@ test('an observed StatefulSet whose claim templates nest 100,000 levels deep get
   const deep = '['.repeat(100_000) + ']'.repeat(100_000)
   const { app } = await build(t, { databaseUrl: false, controllers: [bookStore] })
   const payload = text.replace('"volumeClaimTemplates":[', `"volumeClaimTemplates":[${deep},`)
-  const response = await app.inject({ method: 'POST', url: '/bookstore/sync', payload, headers: { 'content-type': 'application/json' } })
+  const response = await postText(app, '/bookstore/sync', payload)
   assert.equal(response.statusCode, 400)
   assert.match(response.json().message, new RegExp(`StatefulSet ${N}-mongodb's spec.volumeClaimTemplates nest more than 64 levels deep`))
 })

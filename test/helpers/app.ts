@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
 import type { TestContext } from 'node:test'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { app, serverOptions } from '../../hooks/app.js'
 import { loadConfig, type Config, type Environment } from '../../hooks/config.js'
@@ -65,4 +65,9 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
     }
   })
   return { app: fastify, config, pool, schema: config.database.policy.schema, lifecycle }
+}
+
+/** POSTs `text` as it is (not re-encoded, as `payload: object` would be) with Content-Type: application/json. */
+export async function postText (app: FastifyInstance, url: string, text: string, headers: Record<string, string> = {}): Promise<LightMyRequestResponse> {
+  return await app.inject({ method: 'POST', url, payload: text, headers: { 'content-type': 'application/json', ...headers } })
 }
