@@ -113,8 +113,13 @@ export class RowStore {
   private tables: readonly string[] = []
   /** Statement texts, each built once: by what it does, and on which tables. */
   private readonly texts = new Map<string, string>()
+  /** PG_TABLE_ALLOWLIST as a parameter: null admits every table. */
+  private readonly allowlist: readonly string[] | null
 
-  constructor (private readonly io: PostgresIo) {}
+  constructor (private readonly io: PostgresIo) {
+    const { tableAllowlist } = io.policy
+    this.allowlist = tableAllowlist === undefined ? null : [...tableAllowlist]
+  }
 
   private get schema (): string {
     return this.io.policy.schema
@@ -199,11 +204,6 @@ export class RowStore {
     } catch (error) {
       return classifyFailure(error, this.io)
     }
-  }
-
-  private allowlist (): string[] | null {
-    const { tableAllowlist } = this.io.policy
-    return tableAllowlist === undefined ? null : [...tableAllowlist]
   }
 
   /**
@@ -361,7 +361,7 @@ export class RowStore {
          EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched,
          ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] AS tables
        FROM guard, expected`)
-    return [text, [row.id, row.name, row.age, row.country, uid, oid, this.table(table), this.schema, TABLE_NAME_PATTERN, this.allowlist(), table, others]]
+    return [text, [row.id, row.name, row.age, row.country, uid, oid, this.table(table), this.schema, TABLE_NAME_PATTERN, this.allowlist, table, others]]
   }
 
   /**
@@ -381,7 +381,7 @@ export class RowStore {
        SELECT expected, ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] AS tables FROM expected`)
     // PostgreSQL refuses a value for a parameter that the text does not use: the id ($5) and uid ($6) go only where used.
     const used = tombstones ? 6 : tables.length > 0 ? 5 : 4
-    return [text, [this.schema, TABLE_NAME_PATTERN, this.allowlist(), tables, id, uid].slice(0, used)]
+    return [text, [this.schema, TABLE_NAME_PATTERN, this.allowlist, tables, id, uid].slice(0, used)]
   }
 
   /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */

@@ -79,8 +79,8 @@ export const inspectStatement = `SELECT to_regclass(format('%I.%I', $1::text, '$
  *
  * The schema's relations are found in pg_depend, where PostgreSQL records each relation's dependency on its schema
  * (what DROP SCHEMA … CASCADE follows, and ALTER TABLE … SET SCHEMA moves): an index scan over the schema's own
- * objects. A scan of pg_class reads every relation of the database, and cost a placement 1.2 ms of the database's CPU
- * with 6,400 relations in other schemas, against 0.05 ms.
+ * objects. A scan of pg_class reads every relation of the database: with 6,400 relations in other schemas, this query
+ * cost 1.26 ms of the database's CPU that way, against 0.08 ms.
  */
 export const rowTablesQuery = (schema: string, pattern: string, allowlist: string): string => `SELECT c.relname
   FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class c ON c.oid = d.objid
