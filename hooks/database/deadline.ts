@@ -24,36 +24,33 @@ export class DeadlineExceeded extends Error {
  * statements failed (database/statements.ts).
  */
 export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadlineMs'>, work: (db: pg.PoolClient) => Promise<T>): Promise<T> {
-  const expiresAt = performance.now() + io.deadlineMs
+  let db: pg.PoolClient | undefined
   let timer: NodeJS.Timeout | undefined
-  const deadline = (onExpiry: () => void): Promise<never> => new Promise((_resolve, reject) => {
+  const expired = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {
-      onExpiry()
+      if (db !== undefined) cancelRunningStatement(db)
       reject(new DeadlineExceeded(io.deadlineMs))
-    }, Math.max(0, expiresAt - performance.now()))
+    }, io.deadlineMs)
   })
-
-  const connecting = io.pool.connect()
-  let db: pg.PoolClient
   try {
-    db = await Promise.race([connecting, deadline(() => {})])
-  } catch (error) {
-    // A connection that arrives after the deadline goes straight back.
-    connecting.then((late) => { late.release() }, () => {})
-    throw error
-  } finally {
-    clearTimeout(timer)
-  }
-
-  const working = work(db)
-  try {
-    const result = await Promise.race([working, deadline(() => { cancelRunningStatement(db) })])
-    db.release(mustDiscard(db))
-    return result
-  } catch (error) {
-    working.catch(() => {}) // it fails once its connection is discarded
-    db.release(error instanceof Error ? error : true)
-    throw error
+    const connecting = io.pool.connect()
+    try {
+      db = await Promise.race([connecting, expired])
+    } catch (error) {
+      // A connection that arrives after the deadline goes straight back.
+      connecting.then((late) => { late.release() }, () => {})
+      throw error
+    }
+    const working = work(db)
+    try {
+      const result = await Promise.race([working, expired])
+      db.release(mustDiscard(db))
+      return result
+    } catch (error) {
+      working.catch(() => {}) // it fails once its connection is discarded
+      db.release(error instanceof Error ? error : true)
+      throw error
+    }
   } finally {
     clearTimeout(timer)
   }

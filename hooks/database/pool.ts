@@ -44,8 +44,6 @@ function createPool (connection: Connection, config: DatabaseConfig, log: Fastif
     idle_in_transaction_session_timeout: statementTimeoutMs * 2,
     idleTimeoutMillis: 30_000,
     keepAlive: true,
-    // The statements of one transaction are sent together: one round trip instead of one each.
-    pipeline: true,
     application_name: 'metacontroller-hooks'
   })
   // Every client gets a listener for its whole life, from the moment it is connected: a client whose server dies

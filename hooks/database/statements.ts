@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
+import type { Statement, Value } from './batch.js'
 
 /**
  * Named prepared statements (PG_PREPARED_STATEMENTS). A statement sent with a name is parsed and planned by
@@ -38,7 +39,7 @@ function statementName (text: string): string {
 }
 
 /** `text` with `values`, named when `prepared` and the connection has room for it. */
-export function statement (db: pg.ClientBase, prepared: boolean, text: string, values: unknown[] = []): pg.QueryConfig {
+export function statement (db: pg.ClientBase, prepared: boolean, text: string, values: readonly Value[] = []): Statement {
   if (!prepared || broken.has(db)) return { text, values }
   const name = statementName(text)
   let names = sent.get(db)

@@ -1,5 +1,5 @@
-import type { Writable } from 'node:stream'
 import pg from 'pg'
+import { runBatch, type StatementResult, type Value } from '../database/batch.js'
 import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
 import type { PostgresIo } from '../database/pool.js'
 import { markBroken, mustDiscard, preparedStatementFailed, statement } from '../database/statements.js'
@@ -70,21 +70,27 @@ interface Placement {
   sameTable: boolean
   /** The object's uid is tombstoned: it was finalized. */
   finalized: boolean
+  /** The other tables that may hold a copy were the ones the statement deleted it from; otherwise it wrote nothing. */
+  expected: boolean
   /** Rows the statement wrote, and whether the row written reads back as sent. */
   written: number
   kept: boolean
   /** Before the statement, the table held the row as the spec says. */
   matched: boolean
-  /** The other tables that may hold a copy. */
-  others: string[]
+  /** Every table that may hold a copy, `table` included when it is one. */
+  tables: string[]
 }
 
-type Query = readonly [text: string, values?: unknown[]]
+type Query = readonly [text: string, values: readonly Value[]]
 
-const BEGIN: Query = ['BEGIN']
-const COMMIT: Query = ['COMMIT']
 /** The row's advisory lock, held until the transaction ends: placements and finalizes of one row never interleave. */
 const lockRow = (id: string): Query => ['SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [id]]
+
+/**
+ * How many times a placement or finalize runs again when the tables that may hold the row were not the ones it
+ * expected: each run learns them, so only tables created or dropped between two runs make another one.
+ */
+const ATTEMPTS_FOR_TABLES = 3
 
 /**
  * How long a table found fit is taken to stay so. Every write checks that the table's name still means the table
@@ -93,12 +99,27 @@ const lockRow = (id: string): Query => ['SELECT pg_advisory_xact_lock(hashtextex
  */
 const FIT_FOR_MS = 60_000
 
+/** Statement texts kept per store; past this many (a schema of many tables), they are built afresh. */
+const MAX_TEXTS = 256
+
 export class RowStore {
   /** Tables found fit, by name: the OID they had then, and when. */
   private readonly fit = new Map<string, { oid: string, at: number }>()
   private tombstonesExist = false
+  /**
+   * The tables that may hold a row, as the last placement or finalize found them: those the next one deletes the row
+   * from. Never trusted: the statement compares them with the catalog as it runs, and writes nothing when they differ.
+   */
+  private tables: readonly string[] = []
+  /** Statement texts, each built once: by what it does, and on which tables. */
+  private readonly texts = new Map<string, string>()
+  /** PG_TABLE_ALLOWLIST as a parameter: null admits every table. */
+  private readonly allowlist: readonly string[] | null
 
-  constructor (private readonly io: PostgresIo) {}
+  constructor (private readonly io: PostgresIo) {
+    const { tableAllowlist } = io.policy
+    this.allowlist = tableAllowlist === undefined ? null : [...tableAllowlist]
+  }
 
   private get schema (): string {
     return this.io.policy.schema
@@ -128,11 +149,11 @@ export class RowStore {
           if (result !== 'stale') return result
         } catch (error) {
           if (!tableChanged(error) || attempt === 2) throw error
-          await db.query('ROLLBACK') // a placement fails between its two round trips inside its transaction
         }
-        // The table changed since it was found fit: look at it again, and say what is wrong with it, if anything.
+        // A table changed since it was looked at: look at it again, and say what is wrong with it, if anything.
         this.fit.delete(table)
         this.tombstonesExist = false
+        this.tables = []
         if (attempt === 2) return classifyFailure(new Error('the table changed while the row was being written'), this.io)
       }
     })
@@ -140,33 +161,25 @@ export class RowStore {
 
   /**
    * Deletes the row from every table that could hold it (none at all counts as deleted) and tombstones the object's
-   * uid, in one transaction. A uid already tombstoned was finalized before: its row is gone, and a row under the same
-   * id now belongs to an object created since under the same name, which a late finalize must not delete.
+   * uid, in one statement after the row's advisory lock. A uid already tombstoned was finalized before: its row is
+   * gone, and a row under the same id now belongs to an object created since under the same name, which a late
+   * finalize must not delete.
    */
   async delete (id: string, uid: string): Promise<WriteResult> {
     return await this.run(async (db) => {
       for (let attempt = 1; ; attempt++) {
         const tombstones = await this.tombstonesReady(db)
-        // Without a tombstones table (PG_AUTO_CREATE_TABLES=false) no sync can write at all, so none can undo this.
-        const record = tombstones
-          ? `WITH expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS})),
-               tombstone AS (INSERT INTO ${this.tombstones} (uid, id) VALUES ($4, $5) ON CONFLICT (uid) DO NOTHING RETURNING uid)
-             SELECT EXISTS (SELECT 1 FROM tombstone) AS first,`
-          : 'SELECT true AS first,'
         try {
-          const [, , found] = await this.pipelined(db, [BEGIN, lockRow(id), [
-            `${record} ARRAY(${rowTablesQuery('$1', '$2', '$3')} ORDER BY c.relname)::text[] AS tables`,
-            [this.schema, TABLE_NAME_PATTERN, this.allowlist(), ...tombstones ? [uid, id] : []]
-          ]])
-          const { first, tables } = found?.rows[0] as { first: boolean, tables: string[] }
-          const deletes: Query[] = first ? tables.map((table) => this.deleteRow(table, id)) : []
-          await this.pipelined(db, [...deletes, COMMIT])
-          return { kind: 'done' }
+          const [, finalize] = await this.batch(db, [lockRow(id), this.finalize(id, uid, tombstones, this.tables)])
+          const report = finalize?.rows[0] as { expected: boolean, tables: string[] }
+          this.tables = report.tables
+          if (report.expected) return { kind: 'done' }
         } catch (error) {
-          if (!tableChanged(error) || attempt === 2) throw error
-          await db.query('ROLLBACK')
+          if (!tableChanged(error) || attempt === ATTEMPTS_FOR_TABLES) throw error
           this.tombstonesExist = false
+          this.tables = []
         }
+        if (attempt === ATTEMPTS_FOR_TABLES) return this.tablesKeptChanging()
       }
     })
   }
@@ -174,7 +187,8 @@ export class RowStore {
   /**
    * Runs a hook call's work within its deadline; every failure becomes a result with a reason. When a prepared
    * statement fails (a pooler that lost it, a table whose new shape its plan cannot take), the work runs once more
-   * with unnamed statements, and the connection is discarded at the end of the call.
+   * with unnamed statements, and the connection is discarded at the end of the call. Each batch of statements is a
+   * transaction of its own, so a failed one leaves none open.
    */
   private async run (work: (db: pg.PoolClient) => Promise<WriteResult>): Promise<WriteResult> {
     try {
@@ -184,18 +198,12 @@ export class RowStore {
         } catch (error) {
           if (!preparedStatementFailed(error) || mustDiscard(db)) throw error
           markBroken(db)
-          await db.query('ROLLBACK') // it may have failed inside a placement's transaction
           return await work(db)
         }
       })
     } catch (error) {
       return classifyFailure(error, this.io)
     }
-  }
-
-  private allowlist (): string[] | null {
-    const { tableAllowlist } = this.io.policy
-    return tableAllowlist === undefined ? null : [...tableAllowlist]
   }
 
   /**
@@ -234,35 +242,41 @@ export class RowStore {
     return `relation "${this.schema}.${TOMBSTONES_TABLE}" does not exist: the hook records there the uid of every finalized PostgresWriter, so that no call that arrives after the finalize writes its row again; create it (${ddl}) and grant the hook's user SELECT, INSERT and DELETE on it, or set PG_AUTO_CREATE_TABLES=true; nothing was written`
   }
 
+  private tablesKeptChanging (): Failed {
+    return {
+      kind: 'failed',
+      reason: 'DatabaseUnavailable',
+      message: `the tables of schema ${this.schema} that may hold the row changed ${ATTEMPTS_FOR_TABLES} times while the call ran; retrying in ${RETRY_UNAVAILABLE_SECONDS}s`,
+      retryAfterSeconds: RETRY_UNAVAILABLE_SECONDS
+    }
+  }
+
   private async inspect (db: pg.PoolClient, table: string): Promise<{ tombstones: boolean, relation: Relation | undefined }> {
     const [row] = (await this.query<Relation & { tombstones: boolean, oid: string | null }>(db, inspectStatement, [this.schema, table])).rows
     return { tombstones: row?.tombstones === true, relation: row?.oid === null || row === undefined ? undefined : row }
   }
 
   /**
-   * Sends `queries` together (the pool's connections pipeline them: one round trip), and waits for every answer. Those
-   * with values go as statements of `query`; BEGIN and COMMIT go as they are.
+   * Runs `queries` in one round trip, as one transaction (database/batch.ts), named when PG_PREPARED_STATEMENTS allows
+   * (database/statements.ts).
    */
-  private async pipelined (db: pg.PoolClient, queries: readonly Query[]): Promise<pg.QueryResult[]> {
-    // pg submits each query as it is called, in a write of its own; corked, they leave in one write (a system call).
-    const { stream } = (db as unknown as { connection: { stream: Writable } }).connection
-    stream.cork()
-    const sent = queries.map(async ([text, values]) => values === undefined ? await db.query(text) : await this.query(db, text, values))
-    stream.uncork()
-    const settled = await Promise.allSettled(sent)
-    const failure = settled.find((result) => result.status === 'rejected')
-    if (failure !== undefined) throw failure.reason
-    return settled.map((result) => (result as PromiseFulfilledResult<pg.QueryResult>).value)
+  private async batch (db: pg.PoolClient, queries: readonly Query[]): Promise<Array<StatementResult<pg.QueryResultRow>>> {
+    return await runBatch(db, queries.map(([text, values]) => statement(db, this.io.preparedStatements, text, values)))
   }
 
-  /** Deletes the row `id` from `table` alone, none of its children. */
-  private deleteRow (table: string, id: string): Query {
-    return [`DELETE FROM ONLY ${this.table(table)} WHERE id = $1`, [id]]
+  private async query<R extends pg.QueryResultRow> (db: pg.PoolClient, text: string, values: readonly Value[]): Promise<StatementResult<R>> {
+    const [result] = await this.batch(db, [[text, values]])
+    return result as StatementResult<R>
   }
 
-  /** One statement with values, named when PG_PREPARED_STATEMENTS allows (see database/statements.ts). */
-  private async query<R extends pg.QueryResultRow> (db: pg.PoolClient, text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
-    return await db.query<R>(statement(db, this.io.preparedStatements, text, values))
+  /** The statement text `key` names, built by `build` the first time. */
+  private text (key: string, build: () => string): string {
+    let text = this.texts.get(key)
+    if (text === undefined) {
+      if (this.texts.size >= MAX_TEXTS) this.texts.clear()
+      this.texts.set(key, text = build())
+    }
+    return text
   }
 
   /** Runs DDL statements; another hook creating the same at once is no error. */
@@ -284,69 +298,90 @@ export class RowStore {
    */
   private async inPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale' | undefined> {
     const values = [row.id, row.name, row.age, row.country]
-    const [found] = (await this.query<{ sameTable: boolean, matched: boolean }>(db,
+    const [found] = (await this.query<{ sameTable: boolean, matched: boolean }>(db, this.text(`read ${table}`, () =>
       `SELECT o.tableoid = $5::oid AS "sameTable", (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text) AS matched
-       FROM ONLY ${this.table(table)} AS o WHERE o.id = $1`,
-      [...values, oid]
+       FROM ONLY ${this.table(table)} AS o WHERE o.id = $1`),
+    [...values, oid]
     )).rows
     if (found === undefined) return undefined
     if (!found.sameTable) return 'stale'
     if (found.matched) return { kind: 'done' }
     // An update never brings back a row that a finalize deleted: what it does not write is placed, under the row's lock.
-    const [updated] = (await this.query<{ written: number, kept: boolean }>(db,
+    const [updated] = (await this.query<{ written: number, kept: boolean }>(db, this.text(`update ${table}`, () =>
       `WITH written AS (
          UPDATE ONLY ${this.table(table)} AS t SET name = $2, age = $3, country = $4
          WHERE t.id = $1 AND t.tableoid = $6::oid AND NOT ${this.finalized()}
            AND (t.name, t.age, t.country) IS DISTINCT FROM ($2::text, $3::integer, $4::text)
          RETURNING t.name, t.age, t.country
        )
-       SELECT count(*)::int AS written, coalesce(bool_and((name, age, country) = ($2::text, $3::integer, $4::text)), false) AS kept FROM written`,
-      [...values, uid, oid]
+       SELECT count(*)::int AS written, coalesce(bool_and((name, age, country) = ($2::text, $3::integer, $4::text)), false) AS kept FROM written`),
+    [...values, uid, oid]
     )).rows
     if (updated === undefined || updated.written === 0) return undefined
     return updated.kept ? { kind: 'done' } : this.notKept(table)
   }
 
   /**
-   * Places the row: in a transaction that first takes the row's advisory lock, so that every statement after it sees
-   * what an earlier placement or finalize committed (a tombstone, a copy elsewhere). When `table` is the only table
-   * that could hold the row, that is one round trip; otherwise the copies elsewhere are deleted before COMMIT.
+   * Places the row: after the row's advisory lock, so that the statement sees what an earlier placement or finalize
+   * committed (a tombstone, a copy elsewhere), one statement upserts it and deletes it from the other tables that may
+   * hold it, when they are the ones it expected. One round trip, unless those tables changed since the last placement.
    */
   private async place (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale'> {
-    const [, , alone] = await this.pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, true), COMMIT])
-    const report = alone?.rows[0] as Placement
-    if (report.others.length === 0 || !report.sameTable || report.finalized) return this.placed(report, row, table, uid)
-
-    const [, , moved] = await this.pipelined(db, [BEGIN, lockRow(row.id), this.placement(row, table, uid, oid, false)])
-    const placement = moved?.rows[0] as Placement
-    await this.pipelined(db, [...placement.others.map((other) => this.deleteRow(other, row.id)), COMMIT])
-    return this.placed(placement, row, table, uid)
+    for (let attempt = 1; ; attempt++) {
+      const [, placement] = await this.batch(db, [lockRow(row.id), this.placement(row, table, uid, oid, this.tables.filter((other) => other !== table))])
+      const report = placement?.rows[0] as Placement
+      this.tables = report.tables
+      if (report.expected || report.finalized || !report.sameTable) return this.placed(report, row, table, uid)
+      if (attempt === ATTEMPTS_FOR_TABLES) return this.tablesKeptChanging()
+    }
   }
 
   /**
-   * The upsert of a placement, after the advisory lock. $7 is the table's qualified name: the write is made only if
-   * it still names the table found fit. $8..$11 select the other tables that may hold a copy; with `onlyIfAlone`, it
-   * writes only when there are none.
+   * The statement of a placement, after the advisory lock. $7 is the table's qualified name: the write is made only if
+   * it still names the table found fit. $8..$10 select the tables that may hold a copy; the row is written, and
+   * deleted from `others`, only if those are the tables other than `table` ($11). It reports them all.
    */
-  private placement (row: Row, table: string, uid: string, oid: string, onlyIfAlone: boolean): Query {
-    return [
+  private placement (row: Row, table: string, uid: string, oid: string, others: readonly string[]): Query {
+    const text = this.text(`place ${table} ${others.join(' ')}`, () =>
       `WITH guard AS (SELECT to_regclass($7) = $6::oid AS "sameTable", ${this.finalized()} AS finalized),
-       others AS (${rowTablesQuery('$8', '$9', '$10')} AND c.relname <> $11),
+       tables AS (${rowTablesQuery('$8', '$9', '$10')}),
+       expected AS (SELECT ARRAY(SELECT relname FROM tables WHERE relname <> $11 ORDER BY relname)::text[] = $12::text[] AS expected),
+       go AS (SELECT 1 FROM guard, expected WHERE guard."sameTable" AND NOT guard.finalized AND expected.expected),
        written AS (
          INSERT INTO ${this.table(table)} AS t (id, name, age, country)
-         SELECT $1, $2, $3, $4 FROM guard WHERE guard."sameTable" AND NOT guard.finalized${onlyIfAlone ? ' AND NOT EXISTS (SELECT 1 FROM others)' : ''}
+         SELECT $1, $2, $3, $4 FROM go
          ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
          WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
          RETURNING t.name, t.age, t.country
-       )
-       SELECT guard."sameTable", guard.finalized,
+       )${others.map((other, i) => `,
+       deleted_${i} AS (DELETE FROM ONLY ${this.table(other)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go))`).join('')}
+       SELECT guard."sameTable", guard.finalized, expected.expected,
          (SELECT count(*) FROM written)::int AS written,
          EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept,
          EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched,
-         ARRAY(SELECT relname FROM others ORDER BY relname)::text[] AS others
-       FROM guard`,
-      [row.id, row.name, row.age, row.country, uid, oid, this.table(table), this.schema, TABLE_NAME_PATTERN, this.allowlist(), table]
-    ]
+         ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] AS tables
+       FROM guard, expected`)
+    return [text, [row.id, row.name, row.age, row.country, uid, oid, this.table(table), this.schema, TABLE_NAME_PATTERN, this.allowlist, table, others]]
+  }
+
+  /**
+   * The statement of a finalize, after the advisory lock: when the tables that may hold the row are `tables`, it
+   * tombstones the uid and, if the uid was not tombstoned before, deletes the row from each of them. It reports them all.
+   * Without a tombstones table (PG_AUTO_CREATE_TABLES=false) no sync can write at all, so none can undo the delete.
+   */
+  private finalize (id: string, uid: string, tombstones: boolean, tables: readonly string[]): Query {
+    const text = this.text(`finalize ${String(tombstones)} ${tables.join(' ')}`, () =>
+      `WITH tables AS (${rowTablesQuery('$1', '$2', '$3')}),
+       expected AS (SELECT ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] = $4::text[] AS expected)${tombstones
+        ? `,
+       expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS})),
+       tombstone AS (INSERT INTO ${this.tombstones} (uid, id) SELECT $6, $5 FROM expected WHERE expected ON CONFLICT (uid) DO NOTHING RETURNING uid)`
+        : ''}${tables.map((table, i) => `,
+       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $5 AND EXISTS (SELECT 1 FROM ${tombstones ? 'tombstone' : 'expected WHERE expected'}))`).join('')}
+       SELECT expected, ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] AS tables FROM expected`)
+    // PostgreSQL refuses a value for a parameter that the text does not use: the id ($5) and uid ($6) go only where used.
+    const used = tombstones ? 6 : tables.length > 0 ? 5 : 4
+    return [text, [this.schema, TABLE_NAME_PATTERN, this.allowlist, tables, id, uid].slice(0, used)]
   }
 
   /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { outcomeOf, type Answer } from './hook-calls.js'
 import { pollHookBackends, startRig, STATEMENT_TIMEOUT_SECONDS } from './hook-server.js'
 import { rowsById } from './rows.js'
@@ -7,25 +8,31 @@ import { Writer } from './writers.js'
 
 /**
  * Every call answers within its deadline (PG_HOOK_DEADLINE, default 6 s), below Metacontroller's 10 s timeout,
- * however many statements are each just under the statement timeout; what still runs then is cancelled in
- * PostgreSQL too, and rolled back.
+ * whatever its statements take; what still runs then is cancelled in PostgreSQL too, and rolled back.
  */
 
 const TABLES = ['students', 'graduates', 'alumni', 'staff', 'faculty', 'visitors']
 const DEFAULT_DEADLINE_MS = 6000
-/** Each trigger sleeps just under the statement timeout, so that no single statement is cut off by it. */
 const TRIGGER_SLEEP_SECONDS = STATEMENT_TIMEOUT_SECONDS - 0.5
 /** What answering may add to the deadline on a loaded machine. */
 const SLACK_MS = 1500
+/**
+ * How long each call first waits for its row's advisory lock: its statement then starts a second after the call, and
+ * would reach the statement timeout (here above the deadline, so capped at it) a second after the deadline.
+ */
+const LOCK_WAIT_MS = 1000
 
 test(`six tables whose triggers each sleep ${TRIGGER_SLEEP_SECONDS} s: sync and finalize answer by the deadline, cancelled in PostgreSQL, rolled back`, async (t) => {
-  const { postgres, schema, server } = await startRig(t)
+  // A placement or finalize is one statement over all six tables (9 s of triggers): the deadline, not the statement
+  // timeout, is what ends it here.
+  const { postgres, schema, server } = await startRig(t, { PG_STATEMENT_TIMEOUT: '30' })
   const admin = await postgres.connect()
   const observer = await postgres.connect()
 
   for (const table of TABLES) assert.equal(outcomeOf(await new Writer(`in-${table}`, { table, name: table, age: 1, country: 'x' }).call(server)), 'Ready')
   // Rows as answers lost to timeouts could leave behind. Placing the first writer's row in students touches all six
-  // tables (an insert and five deletes, 1.5 s each: 9 s); finalizing the second one deletes from all six (9 s).
+  // tables (an insert and five deletes, 1.5 s each: 9 s); finalizing the second one deletes from all six (9 s). The
+  // server knows the six tables (each writer's placement told it), so each call is its row's lock, then one statement.
   const placed = new Writer('placed', { table: 'students', name: 'ada', age: 36, country: 'england' })
   const finalized = new Writer('finalized', { table: 'students', name: 'alan', age: 41, country: 'england' })
   finalized.delete()
@@ -43,7 +50,12 @@ test(`six tables whose triggers each sleep ${TRIGGER_SLEEP_SECONDS} s: sync and 
   const slow: Answer[] = []
   const leftRunning: string[] = []
   for (const writer of [placed, finalized]) {
-    const answer = await writer.call(server)
+    await admin.query('BEGIN')
+    await admin.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [writer.id])
+    const call = writer.call(server)
+    await sleep(LOCK_WAIT_MS)
+    await admin.query('COMMIT')
+    const answer = await call
     slow.push(answer)
     // Within half a second of the answer, no statement of the hook still runs.
     leftRunning.push(...await pollHookBackends(observer, "state = 'active'", (running) => running.length === 0, 500))

@@ -172,3 +172,35 @@ test('a column changed after the table was found fit is reported exactly at the 
     assert.match(messageOf(answer), /column age is text, but it must be integer or bigint/)
   }
 })
+
+test('a placement or finalize clears the row from every table of the schema however it came there, and a table gone since is no error', async (t) => {
+  const app = await build(t)
+  const other = `${app.schema}_other`
+  t.after(async () => { await admin(app, `DROP SCHEMA IF EXISTS "${other}" CASCADE`) })
+  assert.equal(readyOf(await callHook(app, request('sync-create'))), 'True RowWritten')
+  const copy = `('${ID}', 'copy', 1, 'x')`
+  await admin(app, `
+    CREATE SCHEMA "${other}";
+    CREATE TABLE created (${ROW_COLUMNS}); INSERT INTO created VALUES ${copy};
+    CREATE TABLE from_query AS SELECT * FROM created;
+    SELECT * INTO selected_into FROM created;
+    CREATE TABLE to_rename (${ROW_COLUMNS}); INSERT INTO to_rename VALUES ${copy}; ALTER TABLE to_rename RENAME TO renamed;
+    CREATE TABLE "${other}".moved_in (${ROW_COLUMNS}); INSERT INTO "${other}".moved_in VALUES ${copy}; ALTER TABLE "${other}".moved_in SET SCHEMA "${app.schema}";
+    CREATE TABLE moved_out (${ROW_COLUMNS}); INSERT INTO moved_out VALUES ${copy}; ALTER TABLE moved_out SET SCHEMA "${other}"`)
+  const moved = await callHook(app, request('sync-table-moved'))
+  assert.equal(readyOf(moved), 'True RowWritten', messageOf(moved))
+  for (const table of ['students', 'created', 'from_query', 'selected_into', 'renamed', 'moved_in']) {
+    assert.deepEqual(await rows(app, table), [], `no copy left in ${table}`)
+  }
+  assert.deepEqual((await rows(app, 'graduates')).map((row) => row.name), ['alex'])
+  assert.deepEqual((await rows(app, 'moved_out', other)).map((row) => row.name), ['copy'], 'a table of another schema is not a PostgresWriter table')
+
+  // The hook expects the row in those tables now; two of them go, and a copy comes back in another.
+  await admin(app, `DROP TABLE created; DROP TABLE renamed; INSERT INTO from_query VALUES ${copy}`)
+  const placed = await callHook(app, request('sync-create', { statusTable: null }))
+  assert.equal(readyOf(placed), 'True RowWritten', messageOf(placed))
+  assert.deepEqual([(await rows(app, 'graduates')).length, (await rows(app, 'from_query')).length, (await rows(app, 'students')).length], [0, 0, 1])
+  await admin(app, `DROP TABLE selected_into; INSERT INTO moved_in VALUES ${copy}`)
+  assert.equal((await callHook(app, request('finalize'), 'finalize')).json.finalized, true)
+  assert.deepEqual([(await rows(app, 'students')).length, (await rows(app, 'moved_in')).length], [0, 0])
+})

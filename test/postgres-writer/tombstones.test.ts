@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import type pg from 'pg'
-import { build, type TestApp } from '../helpers/app.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
+import { build, testDatabaseUrl, type TestApp } from '../helpers/app.js'
 import { admin, callHook, messageOf, readyOf, request, rows } from './calls.js'
 
 /**
@@ -37,6 +38,38 @@ for (const [path, statusTable] of [['in place (the status names the table)', 'st
     assert.deepEqual(await rows(app, 'students'), [{ id: 'default/sample-student', name: 'sam', age: 30, country: 'canada' }])
   })
 }
+
+test('a placement that waited on the row\'s lock while a finalize committed sees the tombstone and writes nothing', async (t) => {
+  const app = await build(t)
+  // The tables exist, and the hook knows them (each call below takes the row's lock once); this object has no row yet.
+  await callHook(app, request('sync-create', { objectName: 'other' }))
+  const holder = new pg.Client({ connectionString: testDatabaseUrl() })
+  await holder.connect()
+  t.after(async () => { await holder.end() })
+  await holder.query('BEGIN')
+  await holder.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', ['default/sample-student'])
+  const waiters = async (): Promise<number> => (await app.pool!.query(`SELECT count(*)::int AS n FROM pg_locks w JOIN pg_locks h USING (locktype, classid, objid, objsubid)
+    WHERE w.locktype = 'advisory' AND NOT w.granted AND h.granted AND h.pid = $1`, [(holder as unknown as { processID: number }).processID])).rows[0].n
+  const queued = async (count: number): Promise<void> => {
+    for (let waited = 0; await waiters() < count; waited += 20) {
+      assert.ok(waited < 5000, `${count} hook calls wait for the row's lock`)
+      await sleep(20)
+    }
+  }
+
+  // The finalize queues for the row's lock first, then the object's first sync: PostgreSQL grants the lock in that order,
+  // so the sync's placement runs after the finalize committed, and must see its tombstone, though both were sent before.
+  const finalize = callHook(app, request('finalize', { statusTable: null }), 'finalize')
+  await queued(1)
+  const sync = callHook(app, request('sync-create'))
+  await queued(2)
+  await holder.query('COMMIT')
+  const finalized = await finalize
+  assert.equal(finalized.json.finalized, true, JSON.stringify(finalized.json))
+  const synced = await sync
+  assert.equal(readyOf(synced), 'False RowDeleted', messageOf(synced))
+  assert.deepEqual((await rows(app, 'students')).map((row) => row.id), ['default/other'])
+})
 
 test('a late finalize of the old object does not delete the new object\'s row', async (t) => {
   const app = await build(t)

@@ -1,0 +1,110 @@
+import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
+import { after, test, type TestContext } from 'node:test'
+import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
+import { runBatch } from '../../hooks/database/batch.js'
+import { testDatabaseUrl } from '../helpers/app.js'
+
+/**
+ * Statements sent together with one Sync (hooks/database/batch.ts), on a real PostgreSQL: one answer, one implicit
+ * transaction, and a snapshot per statement.
+ */
+
+async function client (t: TestContext): Promise<pg.Client> {
+  const connected = new pg.Client({ connectionString: testDatabaseUrl() })
+  await connected.connect()
+  t.after(async () => { await connected.end() })
+  return connected
+}
+
+const admin = new pg.Pool({ connectionString: testDatabaseUrl(), max: 1 })
+after(async () => { await admin.end() })
+
+/** A table of the test's own, with one text column `v`, dropped afterwards. */
+async function scratchTable (t: TestContext): Promise<string> {
+  const table = `batch_${randomBytes(4).toString('hex')}`
+  await admin.query(`CREATE TABLE ${table} (v text PRIMARY KEY)`)
+  t.after(async () => { await admin.query(`DROP TABLE IF EXISTS ${table}`) })
+  return table
+}
+
+test('the statements run in order, each with its rows, and PostgreSQL answers them all with one ReadyForQuery', async (t) => {
+  const db = await client(t)
+  const table = await scratchTable(t)
+  const connection = (db as unknown as { connection: pg.Connection }).connection
+  let answers = 0
+  connection.on('readyForQuery', () => { answers++ })
+  const results = await runBatch(db, [
+    { text: `INSERT INTO ${table} (v) VALUES ($1), ($2)`, values: ['a', 'b'] },
+    { text: `SELECT v, length(v) AS n, v = $1 AS first, ARRAY[v, $2] AS pair, NULL::text AS nothing FROM ${table} ORDER BY v`, values: ['a', 'x "quoted", \\ and {braces}'] },
+    { text: `DELETE FROM ${table} WHERE v = ANY ($1::text[])`, values: [['b', 'c']] }
+  ])
+  assert.equal(answers, 1)
+  assert.deepEqual(results.map((result) => result.rowCount), [2, 2, 1])
+  assert.deepEqual(results[1]?.rows, [
+    { v: 'a', n: 1, first: true, pair: ['a', 'x "quoted", \\ and {braces}'], nothing: null },
+    { v: 'b', n: 1, first: false, pair: ['b', 'x "quoted", \\ and {braces}'], nothing: null }
+  ])
+  assert.deepEqual((await db.query(`SELECT v FROM ${table}`)).rows, [{ v: 'a' }])
+})
+
+test('outside BEGIN the batch is one transaction: a failing statement rolls back those before it and skips the rest', async (t) => {
+  const db = await client(t)
+  const table = await scratchTable(t)
+  await assert.rejects(runBatch(db, [
+    { text: `INSERT INTO ${table} (v) VALUES ($1)`, values: ['before'] },
+    { text: 'SELECT 1 / $1::int', values: [0] },
+    { text: `INSERT INTO ${table} (v) VALUES ($1)`, values: ['after'] }
+  ]), (error: unknown) => error instanceof pg.DatabaseError && error.code === '22012')
+  assert.deepEqual((await db.query(`SELECT v FROM ${table}`)).rows, [])
+  assert.equal((await db.query('SELECT 1 AS one')).rows[0].one, 1, 'the connection is usable, with no transaction left open')
+  assert.equal(db.getTransactionStatus(), 'I')
+})
+
+test('a statement after pg_advisory_xact_lock sees what was committed while it waited, and the lock ends with the batch', async (t) => {
+  const [db, holder, observer] = [await client(t), await client(t), await client(t)]
+  const table = await scratchTable(t)
+  const key = randomBytes(8).toString('hex')
+  await holder.query('BEGIN')
+  await holder.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [key])
+  await holder.query(`INSERT INTO ${table} (v) VALUES ('committed while the batch waited')`)
+
+  const batch = runBatch(db, [
+    { text: 'SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', values: [key] },
+    { text: `SELECT v FROM ${table}` }
+  ])
+  const pid = (db as unknown as { processID: number }).processID
+  let waiting = false
+  for (let waited = 0; !waiting && waited < 5000; waited += 20) {
+    waiting = (await observer.query("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'advisory'", [pid])).rows.length > 0
+    if (!waiting) await sleep(20)
+  }
+  assert.ok(waiting, 'the batch waited for the lock')
+  await holder.query('COMMIT')
+  const [, read] = await batch
+  assert.deepEqual(read?.rows, [{ v: 'committed while the batch waited' }], 'the read took its snapshot after the lock')
+
+  const free = await holder.query('SELECT pg_try_advisory_xact_lock(hashtextextended($1, 0)) AS free', [key])
+  assert.equal(free.rows[0].free, true, 'the lock was released at the end of the batch')
+})
+
+test('a named statement is parsed once per connection, also when pg\'s own queries use the same name', async (t) => {
+  const db = await client(t)
+  const name = `batch_test_${randomBytes(4).toString('hex')}`
+  const text = 'SELECT $1::int + 1 AS next'
+  const prepared = async (): Promise<number> => (await db.query('SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name = $1', [name])).rows[0].n
+  for (let i = 0; i < 3; i++) {
+    const [result] = await runBatch(db, [{ text, values: [i], name }, { text, values: [i + 10], name }])
+    assert.deepEqual(result?.rows, [{ next: i + 1 }])
+  }
+  assert.equal(await prepared(), 1)
+  assert.deepEqual((await db.query({ name, text, values: [41] })).rows, [{ next: 42 }], 'pg knows the statement as parsed')
+
+  // A statement whose Parse fails is not taken for parsed: the next batch parses it again.
+  const broken = `${name}_broken`
+  const missing = `missing_${randomBytes(4).toString('hex')}`
+  await assert.rejects(runBatch(db, [{ text: `SELECT v FROM ${missing}`, name: broken }]), /does not exist/)
+  await db.query(`CREATE TEMP TABLE ${missing} (v text)`)
+  assert.deepEqual((await runBatch(db, [{ text: `SELECT v FROM ${missing}`, name: broken }]))[0]?.rows, [])
+})
