@@ -47,11 +47,11 @@ export function buildIdentity (): string {
 }
 
 /**
- * The bytes are digested with XXH64 (xxhash-wasm): 0.04 ms for a 544 KiB body, where SHA-256 took 0.35 ms, most of
- * what a 304 cost. The digest only has to tell one request about a parent from the next one Metacontroller sends about
- * the same parent, which 64 bits do (two different requests share a digest once in 2^64). A digest that can be made to
- * collide on purpose gains a writer of the parent or its children nothing: Metacontroller would reuse the answer to
- * the parent's previous request, which it applies anyway, until the next change.
+ * The bytes are digested with XXH64 (xxhash-wasm): 0.06 ms for a 544 KiB body in 64 KiB chunks, where SHA-256 took
+ * 0.35 ms, most of what a 304 cost. The digest only has to tell a request about a parent from the next one
+ * Metacontroller sends about the same parent, which 64 bits do: two different requests share a digest once in 2^64.
+ * A collision made on purpose by a writer of the parent or its children would only make Metacontroller keep applying
+ * its answer to the parent's previous request until the next change.
  */
 const { create64 } = await xxhash()
 
