@@ -32,6 +32,11 @@ const root = join(import.meta.dirname, '..')
 const seconds = Number(process.env.BENCH_DURATION ?? 5)
 if (!(seconds > 0)) throw new Error(`BENCH_DURATION=${process.env.BENCH_DURATION}: expected a number of seconds above 0`)
 const warmupSeconds = Math.min(1, seconds)
+/**
+ * A warm-up's connections and length: a second at concurrency 5, or one request of a multi-megabyte body (autocannon
+ * refuses more connections than requests).
+ */
+const warmUp = (large: boolean): [number, Length] => large ? [1, { requests: 1 }] : [5, { seconds: warmupSeconds }]
 const casePattern = new RegExp(process.env.BENCH_CASES ?? '', 'i')
 const selected = (name: string): boolean => casePattern.test(name)
 
@@ -220,7 +225,7 @@ async function compare (name: string, sides: Side[], large: boolean, reference?:
   }
   for (const side of sides) {
     await side.process?.idle()
-    await side.run(large ? 1 : 5, large ? { requests: 1 } : { seconds: warmupSeconds })
+    await side.run(...warmUp(large))
   }
   for (const concurrency of CONCURRENCY) {
     const records = sides.map((): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 }))
@@ -382,12 +387,11 @@ try {
         const notModified = { path, body, headers: { 'if-none-match': answer.etag }, status: 304 }
         sides.push(onProcess('ours, ETag', oursEtag, notModified))
         // A server in production answers both kinds: each of this server's two processes first answers both, so that
-        // neither is measured in a state no server is in (one that had only ever parsed answered changed 10-pod
-        // requests at 0.47 ms of CPU, and at 0.34 ms after a stretch of 304s, for as long as it ran).
-        // autocannon refuses more connections than requests: two of each for a large body.
-        const [connections, length]: [number, Length] = composite.large ? [2, { requests: 2 }] : [5, { seconds: warmupSeconds }]
+        // neither is measured in a state no server is in (in one session, a process that had only ever parsed answered
+        // changed 10-pod requests at 0.47 ms of CPU, and at 0.34 ms after a stretch of 304s; a later lab run did not
+        // show it).
         for (const side of [ours, oursEtag]) {
-          for (const request of [{ path, body }, notModified]) await httpLoad({ ...request, url: side.url }, connections, length)
+          for (const request of [{ path, body }, notModified]) await httpLoad({ ...request, url: side.url }, ...warmUp(composite.large))
         }
       }
       if (composite.peers) {
