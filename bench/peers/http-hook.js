@@ -1,4 +1,5 @@
 import { createServer } from 'node:http'
+import { listen } from './listen.js'
 import { podSetAnswer } from './podset-answer.js'
 
 /** A peer: the PodSet hook on plain `node:http`, with `JSON.parse` and nothing else. */
@@ -26,11 +27,4 @@ const server = createServer((request, response) => {
   })
 })
 
-process.once('SIGTERM', () => {
-  server.close()
-  server.closeAllConnections()
-  process.exit(0)
-})
-
-server.keepAliveTimeout = 95_000
-server.listen(Number(process.env.PORT), process.env.HOST)
+listen(server)

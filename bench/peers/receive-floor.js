@@ -1,4 +1,5 @@
 import { createServer } from 'node:http'
+import { listen } from './listen.js'
 
 /**
  * Not a hook: the least a Node.js server can spend on a hook request that it answers 304. It receives every byte of
@@ -16,11 +17,4 @@ const server = createServer((request, response) => {
   request.on('end', () => { response.writeHead(304).end() })
 })
 
-process.once('SIGTERM', () => {
-  server.close()
-  server.closeAllConnections()
-  process.exit(0)
-})
-
-server.keepAliveTimeout = 95_000
-server.listen(Number(process.env.PORT), process.env.HOST)
+listen(server)
