@@ -117,9 +117,10 @@ const peerRows = (rows: readonly Row[], row: Row): Row[] => PEERS.map((peer) => 
 export function targets (facts: RunFacts): Target[] {
   const { rows } = facts
   const podSet = (name: string): boolean => name.startsWith('PodSet')
-  const minOf = (values: Array<number | null>): number | undefined => {
+  /** The best of the values present: the lowest with `Math.min`, the highest with `Math.max`. */
+  const bestOf = (values: Array<number | null>, pick: (...values: number[]) => number): number | undefined => {
     const present = values.filter((value): value is number => value !== null)
-    return present.length === 0 ? undefined : Math.min(...present)
+    return present.length === 0 ? undefined : pick(...present)
   }
   /** A row of this server over its reference's (the fastify peer for PodSet, the naive hook for PostgresWriter). */
   const oursOver = (row: Row, field: 'serverCpuMsPerRequest' | 'requestsPerSecond'): number | undefined =>
@@ -129,8 +130,7 @@ export function targets (facts: RunFacts): Target[] {
    * lower), at the row's case and concurrency.
    */
   const etagOverPeers = (row: Row, side: SideName, field: 'requestsPerSecond' | 'serverCpuMsPerRequest'): number | undefined => {
-    const peers = peerRows(rows, row).map((peer) => peer[field]).filter((value): value is number => value !== null)
-    const best = peers.length === 0 ? undefined : field === 'requestsPerSecond' ? Math.max(...peers) : Math.min(...peers)
+    const best = bestOf(peerRows(rows, row).map((peer) => peer[field]), field === 'requestsPerSecond' ? Math.max : Math.min)
     return ratio(find(rows, row.case, side, row.concurrency)?.[field], best)
   }
   /** The ratio, and the receive floor's in the same place: what no Node.js server answering 304 gets under. */
@@ -142,7 +142,7 @@ export function targets (facts: RunFacts): Target[] {
     verdict('Changed requests: server CPU per request <= 1.0x the minimal fastify hook\'s (PodSet 10, 100 and 2,000 pods)',
       perRow(rows, podSet, 'ours', (row) => oursOver(row, 'serverCpuMsPerRequest'), (r) => r <= 1.0, times)),
     verdict('Peak RSS <= the peers\' (the smaller of fastify\'s and node:http\'s) at every size and concurrency',
-      perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, minOf(peerRows(rows, row).map((peer) => peer.peakRssMiB))), (r) => r <= 1.0, times)),
+      perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.min)), (r) => r <= 1.0, times)),
     verdict(`Peak RSS under the Deployment's memory limit (${facts.memoryLimitMiB} MiB) over the whole run`, [{
       label: 'this server',
       value: Math.max(...OURS.map((side) => facts.wholeRunPeakRssMiB[side] ?? 0)),

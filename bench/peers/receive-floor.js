@@ -4,7 +4,7 @@ import { listen } from './listen.js'
 /**
  * Not a hook: the least a Node.js server can spend on a hook request that it answers 304. It receives every byte of
  * the body, as any server must before it can know that the body is unchanged, and answers 304 without looking at them.
- * What this server's ETag answers cost above it is its own work: the digest, fastify, the log line and the metric.
+ * What the hook server's 304s cost above it is its own work: the digest, fastify, the log line and the metric.
  */
 
 const server = createServer((request, response) => {
