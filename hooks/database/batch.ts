@@ -53,7 +53,10 @@ class StatementBatch implements pg.Submittable {
   private readonly results: Array<StatementResult<pg.QueryResultRow>> = []
   private fields: Field[] = []
   private rows: pg.QueryResultRow[] = []
-  /** Names whose Parse this batch sent, in order; each ParseComplete confirms the first one left. */
+  /**
+   * Every Parse this batch sent, in order, unnamed ones ('') included: PostgreSQL answers each with a ParseComplete,
+   * which confirms the first one left, and skips those after an error.
+   */
   private readonly parsing: Array<{ name: string, text: string }> = []
   private connection: Connection | undefined
 
@@ -67,9 +70,7 @@ class StatementBatch implements pg.Submittable {
     connection.stream.cork()
     try {
       for (const { text, values = [], name = '' } of this.statements) {
-        if (name === '') {
-          connection.parse({ name: '', text, types: [] }, false)
-        } else if (connection.parsedStatements[name] === undefined && !this.parsing.some((parse) => parse.name === name)) {
+        if (name === '' || (connection.parsedStatements[name] === undefined && !this.parsing.some((parse) => parse.name === name))) {
           connection.parse({ name, text, types: [] }, false)
           this.parsing.push({ name, text })
         }
@@ -81,12 +82,12 @@ class StatementBatch implements pg.Submittable {
     } finally {
       connection.stream.uncork()
     }
-    if (this.parsing.length > 0) connection.on('parseComplete', this.parsed)
+    if (this.parsing.some((parse) => parse.name !== '')) connection.on('parseComplete', this.parsed)
   }
 
   private readonly parsed = (): void => {
     const parse = this.parsing.shift()
-    if (parse !== undefined && this.connection !== undefined) this.connection.parsedStatements[parse.name] = parse.text
+    if (parse !== undefined && parse.name !== '') (this.connection as Connection).parsedStatements[parse.name] = parse.text
   }
 
   private done (): void {

@@ -108,3 +108,13 @@ test('a named statement is parsed once per connection, also when pg\'s own queri
   await db.query(`CREATE TEMP TABLE ${missing} (v text)`)
   assert.deepEqual((await runBatch(db, [{ text: `SELECT v FROM ${missing}`, name: broken }]))[0]?.rows, [])
 })
+
+test('a named statement after an unnamed one that fails is not taken for parsed: the next batch parses it', async (t) => {
+  const db = await client(t)
+  const name = `batch_test_${randomBytes(4).toString('hex')}`
+  const text = 'SELECT $1::int * 2 AS twice'
+  // PostgreSQL answers the unnamed statement's Parse, then skips the rest of the batch, the named Parse included.
+  await assert.rejects(runBatch(db, [{ text: 'SELECT 1 / $1::int', values: [0] }, { text, values: [1], name }]),
+    (error: unknown) => error instanceof pg.DatabaseError && error.code === '22012')
+  assert.deepEqual((await runBatch(db, [{ text, values: [21], name }]))[0]?.rows, [{ twice: 42 }])
+})
