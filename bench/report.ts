@@ -52,7 +52,7 @@ function find (rows: readonly Row[], name: string, side: SideName, concurrency: 
   return rows.find((row) => row.case === name && row.side === side && row.concurrency === concurrency)
 }
 
-interface Ratios { requestsPerSecond: number, cpu: number | undefined, rss: number | undefined }
+interface Ratios { requestsPerSecond: number | undefined, cpu: number | undefined, rss: number | undefined }
 
 function ratio (a: number | null | undefined, b: number | null | undefined): number | undefined {
   return a === null || a === undefined || b === null || b === undefined || b === 0 ? undefined : a / b
@@ -63,7 +63,7 @@ function ratiosToReference (rows: readonly Row[], row: Row): Ratios | undefined 
   const peer = row.reference === null ? undefined : find(rows, row.case, row.reference, row.concurrency)
   if (peer === undefined) return undefined
   return {
-    requestsPerSecond: row.requestsPerSecond / peer.requestsPerSecond,
+    requestsPerSecond: ratio(row.requestsPerSecond, peer.requestsPerSecond),
     cpu: ratio(row.serverCpuMsPerRequest, peer.serverCpuMsPerRequest),
     rss: ratio(row.peakRssMiB, peer.peakRssMiB)
   }
@@ -122,9 +122,6 @@ export function targets (facts: RunFacts): Target[] {
     const present = values.filter((value): value is number => value !== null)
     return present.length === 0 ? undefined : pick(...present)
   }
-  /** A row of this server over its reference's (the fastify peer for PodSet, the naive hook for PostgresWriter). */
-  const oursOver = (row: Row, field: 'serverCpuMsPerRequest' | 'requestsPerSecond'): number | undefined =>
-    ratio(row[field], row.reference === null ? undefined : find(rows, row.case, row.reference, row.concurrency)?.[field])
   /**
    * A 304 side's requests/s over the better peer's (the higher), or its CPU per request over the better peer's (the
    * lower), at the row's case and concurrency.
@@ -140,12 +137,12 @@ export function targets (facts: RunFacts): Target[] {
   }
   return [
     verdict('Changed requests: server CPU per request <= 1.0x the minimal fastify hook\'s (PodSet 10, 100 and 2,000 pods)',
-      perRow(rows, podSet, 'ours', (row) => oursOver(row, 'serverCpuMsPerRequest'), (r) => r <= 1.0, times)),
+      perRow(rows, podSet, 'ours', (row) => ratiosToReference(rows, row)?.cpu, (r) => r <= 1.0, times)),
     verdict('Peak RSS <= the peers\' (the smaller of fastify\'s and node:http\'s) at every size and concurrency',
       perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.min)), (r) => r <= 1.0, times)),
     verdict(`Peak RSS under the Deployment's memory limit (${facts.memoryLimitMiB} MiB) over the whole run`, [{
       label: 'this server',
-      value: Math.max(...OURS.map((side) => facts.wholeRunPeakRssMiB[side] ?? 0)),
+      value: bestOf(OURS.map((side) => facts.wholeRunPeakRssMiB[side] ?? null), Math.max),
       met: (peak) => peak < facts.memoryLimitMiB,
       show: (peak) => `${peak.toFixed(0)} MiB (peers: ${PEERS.map((peer) => `${peer} ${facts.wholeRunPeakRssMiB[peer]?.toFixed(0) ?? '–'} MiB`).join(', ')})`
     }]),
@@ -154,9 +151,9 @@ export function targets (facts: RunFacts): Target[] {
     verdict('Unchanged resync with its ETag: <= 1/10 of the peers\' CPU per request (PodSet 100 and 2,000 pods)',
       perRow(rows, (name) => ETAG_SIZES.includes(name), 'ours', (row) => etagOverPeers(row, 'ours, ETag', 'serverCpuMsPerRequest'), (r) => r <= 0.1, withFloor('serverCpuMsPerRequest'))),
     verdict('PostgresWriter unchanged resync: >= 0.9x the naive hook\'s requests/s (issue 12.4: measured here, met there)',
-      perRow(rows, (name) => name === 'PostgresWriter unchanged resync', 'ours', (row) => oursOver(row, 'requestsPerSecond'), (r) => r >= 0.9, times)),
+      perRow(rows, (name) => name === 'PostgresWriter unchanged resync', 'ours', (row) => ratiosToReference(rows, row)?.requestsPerSecond, (r) => r >= 0.9, times)),
     verdict('PostgresWriter create: >= 0.8x the naive hook\'s requests/s (issue 12.4: measured here, met there)',
-      perRow(rows, (name) => name === 'PostgresWriter create', 'ours', (row) => oursOver(row, 'requestsPerSecond'), (r) => r >= 0.8, times)),
+      perRow(rows, (name) => name === 'PostgresWriter create', 'ours', (row) => ratiosToReference(rows, row)?.requestsPerSecond, (r) => r >= 0.8, times)),
     {
       target: 'PostgresWriter unchanged resync: zero row writes (pg_stat_user_tables)',
       verdict: facts.resync.hookRequests === 0 ? 'not measured' : facts.resync.rowWrites === 0 ? 'met' : 'not met',

@@ -46,7 +46,8 @@ const log = (line: string): void => { process.stdout.write(`${line}\n`) }
  * Where each process runs. With two CPUs or more, every measured side runs alone on the last CPU (one side is under
  * load at a time), and this process (autocannon, the pg loop) with the PostgreSQL it starts on the others: a side's
  * CPU time per request then depends on its own work, not on what the scheduler put beside it. Unpinned, the same
- * build measured twice in a row differed by up to 12 %; pinned, by 1-3 %.
+ * build measured twice in a row differed by up to 12 % in one session, and pinned by 1-3 % in that session; between
+ * sessions on this shared machine, pinned runs still differ by up to 15-30 %, so sides are compared within one run.
  */
 const cpuCount = cpus().length
 const placement = cpuCount >= 2 ? { sides: String(cpuCount - 1), load: cpuCount === 2 ? '0' : `0-${cpuCount - 2}` } : undefined
@@ -223,8 +224,8 @@ async function compare (name: string, sides: Side[], large: boolean, reference?:
   const length = (side: Side, concurrency: number): Length => large
     ? { requests: Math.max(4, 2 * concurrency) * (side.load?.status === 304 ? 10 : 1) }
     : { seconds: seconds / slices }
-  for (const side of sides) {
-    if (!await answersAsExpected(name, side)) return
+  for (const { name: side, process, load } of sides) {
+    if (process !== undefined && load !== undefined && await answerOf(name, process, load, side) === undefined) return
   }
   for (const side of sides) {
     await side.process?.idle()
@@ -277,24 +278,16 @@ function progress (row: Row): void {
     `${row.failed ? `, FAILED (${row.unexpectedStatus} unexpected status, ${row.errors} errors)` : ''}`)
 }
 
-/** Sends one request once the process is idle; a refusal is recorded as the case's failure. */
-async function preflight (name: string, process: MeasuredProcess, path: string, body: string, check: (answer: Answer) => boolean = () => true): Promise<Answer | undefined> {
+/**
+ * Sends one of `request`'s requests once `process` is idle: its answer, when it has the request's status and passes
+ * its check; otherwise undefined, and the case's failure is recorded, in the name of `side`.
+ */
+async function answerOf (name: string, process: MeasuredProcess, request: Omit<HttpLoad, 'url'>, side: string = process.name): Promise<Answer | undefined> {
   await process.idle()
-  const answer = await post(`${process.url}${path}`, body)
-  if (answer.status === 200 && check(answer)) return answer
-  failures.push(`${name}: ${process.name} ${path} answered ${answer.status}: ${answer.text.slice(0, 500)}`)
+  const answer = await post(`${process.url}${request.path}`, typeof request.body === 'string' ? request.body : request.body(), request.headers)
+  if (answer.status === (request.status ?? 200) && (request.verifyBody?.(answer.text) ?? true)) return answer
+  failures.push(`${name}: ${side} ${request.path} answered ${answer.status}: ${answer.text.slice(0, 500)}`)
   return undefined
-}
-
-/** Sends one of a side's requests: it must get the status and pass the check the side is measured with. */
-async function answersAsExpected (name: string, side: Side): Promise<boolean> {
-  const { process, load } = side
-  if (process === undefined || load === undefined) return true
-  await process.idle()
-  const answer = await post(`${load.url}${load.path}`, typeof load.body === 'string' ? load.body : load.body(), load.headers)
-  if (answer.status === (load.status ?? 200) && (load.verifyBody?.(answer.text) ?? true)) return true
-  failures.push(`${name}: ${side.name} ${load.path} answered ${answer.status}: ${answer.text.slice(0, 500)}`)
-  return false
 }
 
 const pgLoop = (query: () => [string, unknown[]]): Side => ({
@@ -354,7 +347,7 @@ try {
       resyncTable = request.object.spec.table
       const path = '/postgres-writer/sync'
       // The first sync writes the row; its answer is the status that every later, unchanged resync observes.
-      const first = await preflight(resyncName, ours, path, JSON.stringify(request), (answer) => rowWritten(answer.text))
+      const first = await answerOf(resyncName, ours, { path, body: JSON.stringify(request), verifyBody: rowWritten })
       if (first !== undefined) {
         request.object.status = (JSON.parse(first.text) as { status: unknown }).status
         const body = JSON.stringify(request)
@@ -383,7 +376,7 @@ try {
     async ({ ours, 'ours, ETag': oursEtag, 'fastify peer': fastifyPeer, 'node:http peer': httpPeer, 'receive floor': receiveFloor }) => {
       const body = composite.body()
       const { path } = composite
-      const answer = await preflight(composite.name, ours, path, body)
+      const answer = await answerOf(composite.name, ours, { path, body })
       if (answer === undefined) return
       const sides = [onProcess('ours', ours, { path, body })]
       // An answer without an ETag (a server before issue 12) leaves the ETag targets not measured.
@@ -401,7 +394,7 @@ try {
       if (composite.peers) {
         // The peers must give the very answer this server gives, or the comparison would be of different work.
         for (const peer of [fastifyPeer, httpPeer]) {
-          const peerAnswer = await preflight(composite.name, peer, path, body)
+          const peerAnswer = await answerOf(composite.name, peer, { path, body })
           if (peerAnswer === undefined) return
           try {
             deepStrictEqual(JSON.parse(peerAnswer.text), JSON.parse(answer.text))
