@@ -22,20 +22,24 @@ const sent = new WeakMap<pg.ClientBase, Set<string>>()
 const broken = new WeakSet<pg.ClientBase>()
 
 /**
- * The names already given, by text. The hook's texts are a handful per table; past this many, the names are computed
- * afresh, so that a server that saw many tables keeps no more.
+ * `build()`'s value for `key`, kept in `memo` until it holds `max` values, when it starts afresh: statement texts and
+ * names are a handful per table, and a server that saw many tables keeps no more than `max`.
  */
+export function remembered (memo: Map<string, string>, max: number, key: string, build: () => string): string {
+  let value = memo.get(key)
+  if (value === undefined) {
+    if (memo.size >= max) memo.clear()
+    memo.set(key, value = build())
+  }
+  return value
+}
+
+/** The names already given, by text. */
 const names = new Map<string, string>()
 const MAX_NAMES = 1024
 
 function statementName (text: string): string {
-  let name = names.get(text)
-  if (name === undefined) {
-    if (names.size >= MAX_NAMES) names.clear()
-    name = `hooks_${createHash('sha1').update(text).digest('hex')}`
-    names.set(text, name)
-  }
-  return name
+  return remembered(names, MAX_NAMES, text, () => `hooks_${createHash('sha1').update(text).digest('hex')}`)
 }
 
 /** `text` with `values`, named when `prepared` and the connection has room for it. */

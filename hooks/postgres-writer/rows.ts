@@ -2,7 +2,7 @@ import pg from 'pg'
 import { runBatch, type StatementResult, type Value } from '../database/batch.js'
 import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
 import type { PostgresIo } from '../database/pool.js'
-import { markBroken, mustDiscard, preparedStatementFailed, statement } from '../database/statements.js'
+import { markBroken, mustDiscard, preparedStatementFailed, remembered, statement } from '../database/statements.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
 import type { Row, WriteResult } from './sync.js'
 import {
@@ -271,12 +271,7 @@ export class RowStore {
 
   /** The statement text `key` names, built by `build` the first time. */
   private text (key: string, build: () => string): string {
-    let text = this.texts.get(key)
-    if (text === undefined) {
-      if (this.texts.size >= MAX_TEXTS) this.texts.clear()
-      this.texts.set(key, text = build())
-    }
-    return text
+    return remembered(this.texts, MAX_TEXTS, key, build)
   }
 
   /** Runs DDL statements; another hook creating the same at once is no error. */
