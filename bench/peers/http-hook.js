@@ -1,14 +1,9 @@
-import { createServer } from 'node:http'
 import { listen } from './listen.js'
 import { podSetAnswer } from './podset-answer.js'
 
 /** A peer: the PodSet hook on plain `node:http`, with `JSON.parse` and nothing else. */
 
-const server = createServer((request, response) => {
-  if (request.method === 'GET' && request.url === '/healthz') {
-    response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
-    return
-  }
+listen((request, response) => {
   if (request.method !== 'POST' || request.url !== '/podset/sync') {
     response.writeHead(404).end()
     return
@@ -26,5 +21,3 @@ const server = createServer((request, response) => {
     response.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(answer)
   })
 })
-
-listen(server)

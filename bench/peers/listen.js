@@ -1,8 +1,17 @@
+import { createServer } from 'node:http'
+
 /**
- * Starts a `node:http` side of the bench on PORT and HOST, keeping idle connections 95 s as the hook server does, and
- * stops it on SIGTERM.
+ * Starts a `node:http` side of the bench on PORT and HOST. Like the hook server, it answers GET /healthz and keeps idle
+ * connections 95 s; it hands every other request to `handle`, and stops on SIGTERM.
  */
-export function listen (server) {
+export function listen (handle) {
+  const server = createServer((request, response) => {
+    if (request.method === 'GET' && request.url === '/healthz') {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
+      return
+    }
+    handle(request, response)
+  })
   process.once('SIGTERM', () => {
     server.close()
     server.closeAllConnections()

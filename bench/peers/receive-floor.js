@@ -1,4 +1,3 @@
-import { createServer } from 'node:http'
 import { listen } from './listen.js'
 
 /**
@@ -7,14 +6,8 @@ import { listen } from './listen.js'
  * What the hook server's 304s cost above it is its own work: the digest, fastify, the log line and the metric.
  */
 
-const server = createServer((request, response) => {
-  if (request.method === 'GET' && request.url === '/healthz') {
-    response.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}')
-    return
-  }
+listen((request, response) => {
   const chunks = []
   request.on('data', (chunk) => chunks.push(chunk))
   request.on('end', () => { response.writeHead(304).end() })
 })
-
-listen(server)
