@@ -38,6 +38,7 @@ if (connection === undefined && needsPostgres) {
     embedded = await startEmbeddedPostgres({
       dataDir: developmentDataDir(),
       persistent: true,
+      durable: true,
       onLog: (line) => { fastify.log.debug({ postgres: line }) },
       onExit: (how) => { fastify.log.error(`the embedded PostgreSQL stopped (${how}): hooks answer DatabaseUnavailable until this server is restarted`) }
     })

@@ -5,6 +5,7 @@ import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
+import pg from 'pg'
 import { developmentDataDir, freePort } from '../hooks/database/embedded.js'
 import { spawnServer, waitForReadiness, type ServerProcess } from './helpers/server-process.js'
 
@@ -56,6 +57,18 @@ test('SIGTERM with the embedded database: the server keeps listening for HOOKS_S
   assert.ok(ms >= 1000, `exited ${Math.round(ms)} ms after SIGTERM, before the 1 s delay was over`)
   assert.match(server.output(), /"msg":"stopped"/)
   assert.equal(existsSync(join(developmentDataDir(cwd), 'postmaster.pid')), false, 'PostgreSQL was stopped with the server')
+})
+
+test('the development database is durable: it flushes the WAL at every commit, as a database whose data is kept must', { timeout }, async (t) => {
+  const cwd = await checkout(t)
+  const server = await startIn(t, cwd)
+  await server.logged('hook server ready')
+  const port = readFileSync(join(developmentDataDir(cwd), 'postmaster.pid'), 'utf8').split('\n')[3]
+  const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${port}/postgres` })
+  await client.connect()
+  const { rows } = await client.query('SHOW fsync')
+  await client.end()
+  assert.deepEqual(rows, [{ fsync: 'on' }])
 })
 
 test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the loss and exits 0 within a few seconds', { timeout }, async (t) => {

@@ -38,7 +38,7 @@ async function answers (connectionString: string): Promise<boolean> {
   }
 }
 
-test('a throw-away PostgreSQL answers in UTF-8, and stopping it leaves neither its process nor its folder', async (t) => {
+test('a throw-away PostgreSQL answers in UTF-8 without flushing its commits, and stopping it leaves neither its process nor its folder', async (t) => {
   const dataDir = await dataDirectory(t)
   const postgres = await startEmbeddedPostgres({ dataDir, persistent: false })
   const pid = postgres.pid()
@@ -46,11 +46,22 @@ test('a throw-away PostgreSQL answers in UTF-8, and stopping it leaves neither i
   const client = new pg.Client({ connectionString: postgres.connectionString })
   await client.connect()
   assert.equal((await client.query('SHOW server_encoding')).rows[0].server_encoding, 'UTF8')
+  assert.equal((await client.query('SHOW fsync')).rows[0].fsync, 'off')
   await client.end()
   await postgres.stop()
   assert.equal(alive(pid), false)
   assert.equal(postgres.pid(), undefined)
   assert.equal(existsSync(dataDir), false)
+})
+
+test('a durable PostgreSQL flushes the WAL at every commit, as production ones do', async (t) => {
+  const postgres = await startEmbeddedPostgres({ dataDir: await dataDirectory(t), persistent: false, durable: true })
+  t.after(async () => { await postgres.stop() })
+  const client = new pg.Client({ connectionString: postgres.connectionString })
+  await client.connect()
+  const settings = await client.query("SELECT name, setting FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit') ORDER BY name")
+  await client.end()
+  assert.deepEqual(settings.rows, [{ name: 'fsync', setting: 'on' }, { name: 'synchronous_commit', setting: 'on' }])
 })
 
 test('a start that fails throws one line saying why, and leaves no process and no throw-away folder', async (t) => {

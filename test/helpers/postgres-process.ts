@@ -31,10 +31,11 @@ export interface PostgresProcess {
   remove: () => Promise<void>
 }
 
-export async function startPostgres (): Promise<PostgresProcess> {
+/** `durable`: the WAL flushed at every commit, as in production (see EmbeddedOptions); tests leave it off. */
+export async function startPostgres ({ durable = false } = {}): Promise<PostgresProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'hooks-test-pg-'))
   const port = await freePort()
-  const launch = async (): Promise<EmbeddedPostgres> => await startEmbeddedPostgres({ dataDir, port, persistent: true })
+  const launch = async (): Promise<EmbeddedPostgres> => await startEmbeddedPostgres({ dataDir, port, persistent: true, durable })
   let running: EmbeddedPostgres | undefined
   try {
     running = await launch()
