@@ -172,7 +172,7 @@ let databaseUrl = process.env.DATABASE_URL ?? ''
 let stopDatabase = async (): Promise<void> => {}
 if (databaseUrl === '') {
   // Durable, as PostgreSQL is by default and in production: with fsync off, as the tests run it, the naive hook's
-  // write on every sync costs no flush. In one session its resyncs came out 1.4-3.6x faster that way; this server's,
+  // write on every sync costs no flush. In one session its resyncs came out 1.1-3.6x faster that way; this server's,
   // which write nothing, moved within the runs' spread.
   const postgres = await startPostgres({ durable: true })
   databaseUrl = postgres.connectionString
