@@ -218,14 +218,15 @@ async function drivenBy<T> (record: SideRecord, work: () => Promise<T>): Promise
 /**
  * Measures the sides of a case at every concurrency. They alternate in slices of about a second, so that each sees
  * the same share of a busy machine. A multi-megabyte body (`large`) runs in one slice per side of twice as many
- * requests as connections (at least 4), all answered: a cut-off slice would leave CPU time spent on requests it never
- * counts. A side answered 304 gets ten times as many: each costs about a tenth, and four of them came to a few ticks of
- * the 10 ms CPU clock.
+ * requests as connections (at least 8), all answered: a cut-off slice would leave CPU time spent on requests it never
+ * counts. With 4 at concurrency 1, this server's 2,000-pod figure ranged from 100 to 153 ms a request over four
+ * runs (the fastify peer's 125-130); with 8, from 103 to 108 over three. A side answered 304 gets ten times as many:
+ * each costs about a tenth, and four of them came to a few ticks of the 10 ms CPU clock.
  */
 async function compare (name: string, sides: Side[], large: boolean, reference?: SideName): Promise<void> {
   const slices = large ? 1 : Math.max(1, Math.round(seconds))
   const length = (side: Side, concurrency: number): Length => large
-    ? { requests: Math.max(4, 2 * concurrency) * (side.load?.status === 304 ? 10 : 1) }
+    ? { requests: Math.max(8, 2 * concurrency) * (side.load?.status === 304 ? 10 : 1) }
     : { seconds: seconds / slices }
   for (const { name: side, process, load } of sides) {
     if (process !== undefined && load !== undefined && await answerOf(name, process, load, side) === undefined) return
