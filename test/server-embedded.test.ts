@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
-import { developmentDataDir, freePort } from '../hooks/database/embedded.js'
+import { developmentDataDir, freePort, readPostmasterFile, type PostmasterFile } from '../hooks/database/embedded.js'
 import { spawnServer, waitForReadiness, type ServerProcess } from './helpers/server-process.js'
 
 /**
@@ -39,8 +39,11 @@ async function startIn (t: TestContext, cwd: string, env: Record<string, string>
   return server
 }
 
-function postmasterPid (cwd: string): number {
-  return Number(readFileSync(join(developmentDataDir(cwd), 'postmaster.pid'), 'utf8').split('\n')[0])
+/** The postmaster of the development database of the server running in `cwd`. */
+function postmaster (cwd: string): PostmasterFile {
+  const file = readPostmasterFile(developmentDataDir(cwd))
+  assert.ok(file !== undefined, `no postmaster.pid in ${developmentDataDir(cwd)}`)
+  return file
 }
 
 // A server that never exits fails its test instead of hanging the run.
@@ -63,8 +66,7 @@ test('the development database is durable: it flushes the WAL at every commit, a
   const cwd = await checkout(t)
   const server = await startIn(t, cwd)
   await server.logged('hook server ready')
-  const port = readFileSync(join(developmentDataDir(cwd), 'postmaster.pid'), 'utf8').split('\n')[3]
-  const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${port}/postgres` })
+  const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${postmaster(cwd).port}/postgres` })
   await client.connect()
   const { rows } = await client.query('SHOW fsync')
   await client.end()
@@ -75,7 +77,7 @@ test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the
   const cwd = await checkout(t)
   const server = await startIn(t, cwd)
   await server.logged('hook server ready')
-  process.kill(postmasterPid(cwd), 'SIGKILL')
+  process.kill(postmaster(cwd).pid, 'SIGKILL')
   await server.logged('the embedded PostgreSQL stopped (killed by SIGKILL)')
   // Still ready: only PostgresWriter needs the database, and it says so in its status.
   await waitForReadiness(server, 200, 10_000, 'down')

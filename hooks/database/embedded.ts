@@ -185,9 +185,10 @@ function blockingAncestor (path: string, user: OsUser): string | undefined {
 // ---------------------------------------------------------------------------------------------------------------
 // Which postmaster is whose
 
-interface PostmasterFile { pid: number, port: number }
+export interface PostmasterFile { pid: number, port: number }
 
-function readPostmasterFile (dataDir: string): PostmasterFile | undefined {
+/** The pid and port of the postmaster that runs, or last ran, on `dataDir`; undefined when none is recorded there. */
+export function readPostmasterFile (dataDir: string): PostmasterFile | undefined {
   try {
     const lines = readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')
     const pid = Number(lines[0])
