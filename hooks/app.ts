@@ -80,34 +80,31 @@ export function probeServerOptions (log: FastifyBaseLogger): FastifyServerOption
   }
 }
 
+const PROBE_PATHS = ['/healthz', '/readyz', '/metrics']
+
+/**
+ * The probe port's application: health, readiness and metrics, and for anything else a 404 or 405 that says where
+ * the hooks are, answered before a body is read (a hook request sent here is larger than the port's body limit).
+ */
+export async function probeApp (fastify: FastifyInstance, options: { config: Config, probes: Probes }): Promise<void> {
+  const { config } = options
+  fastify.setErrorHandler(errorHandler(config))
+  answerMisdirected(fastify, new Map(PROBE_PATHS.map((path) => [path, 'GET, HEAD'])), (method, path) =>
+    `no ${method} ${path} on the probe port (HOOKS_PROBE_PORT, ${config.probePort}), which serves GET /healthz, /readyz and /metrics only: the hooks are served on PORT (${config.port})`)
+  await fastify.register(probeRoutes, { probes: options.probes })
+}
+
 /** The whole application as one plugin: health, metrics, the hooks of every controller, one error handler. */
 export async function app (fastify: FastifyInstance, options: AppOptions): Promise<void> {
   const { config, lifecycle } = options
   const probes = options.probes ?? createProbes({ config, io: options.io, lifecycle, log: fastify.log })
 
-  fastify.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      request.log.warn({ limit: config.bodyLimit }, 'request body over HOOKS_BODY_LIMIT')
-      return reply.code(413).send({ error: 'Payload Too Large', message: `request body is larger than HOOKS_BODY_LIMIT (${config.bodyLimit} bytes); raise HOOKS_BODY_LIMIT on the hook server` })
-    }
-    const statusCode = error instanceof HookError ? error.statusCode : error.statusCode ?? 500
-    if (statusCode >= 500) {
-      request.log.error({ err: error, url: request.url }, 'unexpected error in hook')
-      return reply.code(500).send({ error: 'Internal Server Error', message: `unexpected error; the hook server's log has the details (request ${request.id})` })
-    }
-    const message = error.validation !== undefined
-      ? `${error.message} (the body must be a Metacontroller v2 hook request)`
-      : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-        ? `the body must be a Metacontroller hook request sent as JSON, with the header Content-Type: application/json (this one had ${request.headers['content-type'] === undefined ? 'no Content-Type' : `Content-Type: ${request.headers['content-type'].slice(0, 100)}`})`
-        : error.message
-    return refuse(request, reply, statusCode, message)
-  })
+  fastify.setErrorHandler(errorHandler(config))
 
   const hookPaths = options.controllers.flatMap((controller) => hookNames(controller).map((hook) => `/${controller.name}/${hook}`))
-  fastify.setNotFoundHandler(async (request, reply) => {
-    const path = request.url.split('?')[0]?.slice(0, 200)
-    return refuse(request, reply, 404, `no ${request.method} ${path} here: the hooks are POST ${hookPaths.join(', ')}, with Content-Type: application/json; also GET /healthz, /readyz and /metrics`)
-  })
+  const methods = new Map([...hookPaths.map((path) => [path, 'POST'] as const), ...PROBE_PATHS.map((path) => [path, 'GET, HEAD'] as const)])
+  answerMisdirected(fastify, methods, (method, path) =>
+    `no ${method} ${path} here: the hooks are POST ${hookPaths.join(', ')}, with Content-Type: application/json; also GET /healthz, /readyz and /metrics`)
 
   // Hook requests are JSON: without this parser, a text/plain body would reach validation and get "body must be object".
   fastify.removeContentTypeParser('text/plain')
@@ -128,6 +125,49 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
   })
 }
 
+/** Every error, as one line that says what to do: 413 names HOOKS_BODY_LIMIT, 500 hides the details and logs them. */
+function errorHandler (config: Config) {
+  return async (error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+      request.log.warn({ limit: config.bodyLimit }, 'request body over HOOKS_BODY_LIMIT')
+      return await reply.code(413).send({ error: 'Payload Too Large', message: `request body is larger than HOOKS_BODY_LIMIT (${config.bodyLimit} bytes); raise HOOKS_BODY_LIMIT on the hook server` })
+    }
+    const statusCode = error instanceof HookError ? error.statusCode : error.statusCode ?? 500
+    if (statusCode >= 500) {
+      request.log.error({ err: error, url: request.url }, 'unexpected error in hook')
+      return await reply.code(500).send({ error: 'Internal Server Error', message: `unexpected error; the hook server's log has the details (request ${request.id})` })
+    }
+    const message = error.validation !== undefined
+      ? `${error.message} (the body must be a Metacontroller v2 hook request)`
+      : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+        ? `the body must be a Metacontroller hook request sent as JSON, with the header Content-Type: application/json (this one had ${request.headers['content-type'] === undefined ? 'no Content-Type' : `Content-Type: ${request.headers['content-type'].slice(0, 100)}`})`
+        : error.message
+    return await refuse(request, reply, statusCode, message)
+  }
+}
+
+const pathOf = (request: FastifyRequest): string => request.url.split('?')[0]?.slice(0, 200) ?? ''
+
+/**
+ * Answers a request that no route takes: 405 with `Allow` on a path that other methods serve (`methods`), else 404
+ * with `notHere`'s message. It answers in onRequest, before fastify reads the body: a hook request sent to the probe
+ * port is larger than that port's limit, and would get 413. The not-found handler set in this plugin is what makes
+ * fastify run this plugin's onRequest hooks on such requests.
+ */
+function answerMisdirected (fastify: FastifyInstance, methods: ReadonlyMap<string, string>, notHere: (method: string, path: string) => string): void {
+  const answer = async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
+    const path = pathOf(request)
+    const allow = methods.get(path)
+    if (allow === undefined) return await refuse(request, reply, 404, notHere(request.method, path))
+    reply.header('allow', allow)
+    return await refuse(request, reply, 405, allow === 'POST'
+      ? `${path} is a hook: send the Metacontroller hook request with POST and Content-Type: application/json, not ${request.method}`
+      : `${path} answers GET (and HEAD) only, not ${request.method}`)
+  }
+  fastify.addHook('onRequest', async (request, reply) => request.is404 ? await answer(request, reply) : undefined)
+  fastify.setNotFoundHandler(answer)
+}
+
 /** Every error answer: the status's name and a message that says what to do, logged at info. */
 async function refuse (request: FastifyRequest, reply: FastifyReply, statusCode: number, message: string): Promise<FastifyReply> {
   request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
@@ -139,6 +179,7 @@ function errorName (statusCode: number): string {
     case 400: return 'Bad Request'
     case 401: return 'Unauthorized'
     case 404: return 'Not Found'
+    case 405: return 'Method Not Allowed'
     case 413: return 'Payload Too Large'
     case 415: return 'Unsupported Media Type'
     case 422: return 'Unprocessable Entity'

@@ -1,13 +1,13 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify from 'fastify'
-import { app, probeServerOptions, serverOptions } from './app.js'
+import { app, probeApp, probeServerOptions, serverOptions } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { needed, type Io } from './controller.js'
 import { controllers } from './controllers.js'
 import { connectionFromEnvironment, connectionFromUrl, type Connection } from './database/connection.js'
 import { developmentDataDir, EmbeddedPostgresError, startEmbeddedPostgres, type EmbeddedPostgres } from './database/embedded.js'
 import { connectPostgres } from './database/pool.js'
-import { createProbes, probeRoutes } from './probes.js'
+import { createProbes } from './probes.js'
 
 /** The standalone entry point: configuration, database, listen, graceful shutdown. */
 
@@ -55,7 +55,7 @@ if (connection !== undefined && needsPostgres) io.postgres = connectPostgres(con
 const probes = createProbes({ config, io, lifecycle, log: fastify.log })
 await fastify.register(app, { config, controllers, io, lifecycle, probes })
 const probeServer = Fastify(probeServerOptions(fastify.log))
-await probeServer.register(probeRoutes, { probes })
+await probeServer.register(probeApp, { config, probes })
 
 async function shutdown (signal: string): Promise<void> {
   if (lifecycle.draining) return

@@ -90,7 +90,7 @@ test('a 10 MiB request is accepted; one over HOOKS_BODY_LIMIT gets 413 naming th
 test('unknown routes get 404 naming every hook path this server serves', async (t) => {
   const { app } = await build(t)
   const hookPaths = controllers.flatMap((controller) => hookNames(controller).map((hook) => `/${controller.name}/${hook}`))
-  for (const [method, url] of [['POST', '/nothing/sync'], ['GET', '/'], ['GET', '/podset/sync']] as const) {
+  for (const [method, url] of [['POST', '/nothing/sync'], ['GET', '/'], ['GET', '/podset/finalize']] as const) {
     const response = await app.inject({ method, url, payload: method === 'POST' ? {} : undefined })
     assert.equal(response.statusCode, 404, url)
     const body = response.json()
@@ -99,6 +99,22 @@ test('unknown routes get 404 naming every hook path this server serves', async (
     assert.match(body.message, new RegExp(`^no ${method} ${url} here`))
     for (const path of hookPaths) assert.ok(body.message.includes(path), `${path} in ${body.message}`)
     assert.match(body.message, /POST .*Content-Type: application\/json.*GET \/healthz, \/readyz and \/metrics/)
+  }
+})
+
+test('a hook path asked with another method than POST gets 405 with Allow: POST; a probe path, with Allow: GET, HEAD', async (t) => {
+  const { app } = await build(t)
+  for (const [method, url, allow] of [['GET', '/podset/sync', 'POST'], ['PUT', '/postgres-writer/finalize', 'POST'], ['DELETE', '/bookstore/sync?x=1', 'POST'], ['POST', '/healthz', 'GET, HEAD'], ['PUT', '/metrics', 'GET, HEAD']] as const) {
+    const response = await app.inject({ method, url, payload: method === 'GET' ? undefined : {} })
+    assert.equal(response.statusCode, 405, `${method} ${url}: ${response.body}`)
+    assert.equal(response.headers.allow, allow)
+    const path = url.split('?')[0] as string
+    assert.deepEqual(response.json(), {
+      error: 'Method Not Allowed',
+      message: allow === 'POST'
+        ? `${path} is a hook: send the Metacontroller hook request with POST and Content-Type: application/json, not ${method}`
+        : `${path} answers GET (and HEAD) only, not ${method}`
+    })
   }
 })
 

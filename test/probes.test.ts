@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { createServer, type Socket } from 'node:net'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { controllers } from '../hooks/controllers.js'
 import { DATABASE_CHECK_WAIT_MS } from '../hooks/probes.js'
-import { build } from './helpers/app.js'
+import { build, testDatabaseUrl } from './helpers/app.js'
+import { fixturePath } from './helpers/fixtures.js'
 import { startPostgres } from './helpers/postgres-process.js'
+import { startServer } from './helpers/server-process.js'
 
 type App = Awaited<ReturnType<typeof build>>['app']
 
@@ -92,4 +95,28 @@ test('a server of composites alone reports no database and has no database metri
   const ready = await readiness(app)
   assert.deepEqual([ready.statusCode, ready.body], [200, { status: 'ready' }])
   assert.equal(await databaseUp(app), undefined)
+})
+
+test('the probe port answers anything but GET /healthz, /readyz and /metrics with one line saying the hooks are on PORT', async (t) => {
+  const server = await startServer({ env: { DATABASE_URL: testDatabaseUrl() } })
+  t.after(async () => { await server.stop() })
+  const probeUrl = server.probeUrl as string
+  const probePort = new URL(probeUrl).port
+  // Larger than the probe port's body limit: a hook request sent to the wrong port is told so, not that it is too large.
+  const hookRequest = readFileSync(fixturePath('podset', 'scale-down'))
+  const asked = async (method: string, path: string, body?: Buffer): Promise<Response> =>
+    await fetch(`${probeUrl}${path}`, { method, ...(body === undefined ? {} : { body, headers: { 'content-type': 'application/json' } }) })
+  for (const [method, path, body] of [['POST', '/podset/sync', hookRequest], ['GET', '/postgres-writer/finalize'], ['GET', '/']] as const) {
+    const response = await asked(method, path, body)
+    assert.equal(response.status, 404, `${method} ${path}`)
+    assert.deepEqual(await response.json(), {
+      error: 'Not Found',
+      message: `no ${method} ${path} on the probe port (HOOKS_PROBE_PORT, ${probePort}), which serves GET /healthz, /readyz and /metrics only: the hooks are served on PORT (${server.port})`
+    })
+  }
+  const posted = await asked('POST', '/healthz', hookRequest)
+  assert.equal(posted.status, 405)
+  assert.equal(posted.headers.get('allow'), 'GET, HEAD')
+  assert.deepEqual(await posted.json(), { error: 'Method Not Allowed', message: '/healthz answers GET (and HEAD) only, not POST' })
+  assert.equal((await asked('GET', '/healthz')).status, 200)
 })
