@@ -88,7 +88,7 @@ const PROBE_PATHS = ['/healthz', '/readyz', '/metrics']
  */
 export async function probeApp (fastify: FastifyInstance, options: { config: Config, probes: Probes }): Promise<void> {
   const { config } = options
-  fastify.setErrorHandler(errorHandler(config))
+  fastify.setErrorHandler(errorHandler(config, []))
   answerMisdirected(fastify, new Map(PROBE_PATHS.map((path) => [path, 'GET, HEAD'])), (method, path) =>
     `no ${method} ${path} on the probe port (HOOKS_PROBE_PORT, ${config.probePort}), which serves GET /healthz, /readyz and /metrics only: the hooks are served on PORT (${config.port})`)
   await fastify.register(probeRoutes, { probes: options.probes })
@@ -99,7 +99,7 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
   const { config, lifecycle } = options
   const probes = options.probes ?? createProbes({ config, io: options.io, lifecycle, log: fastify.log })
 
-  fastify.setErrorHandler(errorHandler(config))
+  fastify.setErrorHandler(errorHandler(config, options.controllers))
 
   const hookPaths = options.controllers.flatMap((controller) => hookNames(controller).map((hook) => `/${controller.name}/${hook}`))
   const methods = new Map([...hookPaths.map((path) => [path, 'POST'] as const), ...PROBE_PATHS.map((path) => [path, 'GET, HEAD'] as const)])
@@ -126,7 +126,7 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
 }
 
 /** Every error, as one line that says what to do: 413 names HOOKS_BODY_LIMIT, 500 hides the details and logs them. */
-function errorHandler (config: Config) {
+function errorHandler (config: Config, controllers: readonly Controller[]) {
   return async (error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
       request.log.warn({ limit: config.bodyLimit }, 'request body over HOOKS_BODY_LIMIT')
@@ -138,12 +138,37 @@ function errorHandler (config: Config) {
       return await reply.code(500).send({ error: 'Internal Server Error', message: `unexpected error; the hook server's log has the details (request ${request.id})` })
     }
     const message = error.validation !== undefined
-      ? `${error.message} (the body must be a Metacontroller v2 hook request)`
+      ? otherControllerType(controllers, request) ?? `${error.message} (the body must be a Metacontroller v2 hook request)`
       : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
         ? `the body must be a Metacontroller hook request sent as JSON, with the header Content-Type: application/json (this one had ${request.headers['content-type'] === undefined ? 'no Content-Type' : `Content-Type: ${request.headers['content-type'].slice(0, 100)}`})`
         : error.message
     return await refuse(request, reply, statusCode, message)
   }
+}
+
+/** What a request of each controller type carries: Metacontroller sends a composite `parent`, a decorator `object`. */
+const REQUEST_SHAPES = {
+  composite: { type: 'CompositeController', parent: 'parent', fields: '(parent, children)' },
+  decorator: { type: 'DecoratorController', parent: 'object', fields: '(object, attachments)' }
+} as const
+
+/**
+ * For a body that fails validation because it is a request of the other controller type (a composite's request sent
+ * to a decorator's hook, or the reverse): what it is, and the hook that serves its kind.
+ */
+function otherControllerType (controllers: readonly Controller[], request: FastifyRequest): string | undefined {
+  const route = controllers.find((controller) => controller.name === request.routeOptions.config.controller)
+  const body = request.body as Record<string, unknown> | null
+  if (route === undefined || typeof body !== 'object' || body === null || REQUEST_SHAPES[route.type].parent in body) return undefined
+  const sent = route.type === 'composite' ? 'decorator' : 'composite'
+  const parent = body[REQUEST_SHAPES[sent].parent] as { apiVersion?: unknown, kind?: unknown } | null | undefined
+  if (typeof parent !== 'object' || parent === null) return undefined
+  const kind = `${String(parent.apiVersion).slice(0, 100)} ${String(parent.kind).slice(0, 100)}`
+  const serving = controllers.find((controller) => controller.type === sent && controller.resource.apiVersion === parent.apiVersion && controller.resource.kind === parent.kind)
+  const hook = body.finalizing === true && serving?.hooks.finalize !== undefined ? 'finalize' : 'sync'
+  return `this is a ${REQUEST_SHAPES[sent].type} request ${REQUEST_SHAPES[sent].fields} of ${kind}, ` +
+    `but ${pathOf(request)} is a ${REQUEST_SHAPES[route.type].type} hook ${REQUEST_SHAPES[route.type].fields}: ` +
+    (serving === undefined ? `no hook here serves ${kind}` : `send it to /${serving.name}/${hook}`)
 }
 
 const pathOf = (request: FastifyRequest): string => request.url.split('?')[0]?.slice(0, 200) ?? ''

@@ -118,6 +118,22 @@ test('a hook path asked with another method than POST gets 405 with Allow: POST;
   }
 })
 
+test('a request of the other controller type names the mismatch and the hook that serves it', async (t) => {
+  const { app } = await build(t)
+  const cases = [
+    ['/postgres-writer/sync', fixture('podset', 'first-sync'), 'a CompositeController request (parent, children) of batch.tutorial.kubebuilder.io/v1 PodSet, but /postgres-writer/sync is a DecoratorController hook (object, attachments): send it to /podset/sync'],
+    ['/postgres-writer/finalize', fixture('bookstore', 'deletion-in-progress'), 'a CompositeController request (parent, children) of blog.velotio.com/v1alpha1 BookStore, but /postgres-writer/finalize is a DecoratorController hook (object, attachments): send it to /bookstore/sync'],
+    ['/podset/sync', fixture('postgres-writer', 'sync-create'), 'a DecoratorController request (object, attachments) of demo.yash.com/v1 PostgresWriter, but /podset/sync is a CompositeController hook (parent, children): send it to /postgres-writer/sync'],
+    ['/bookstore/sync', fixture('postgres-writer', 'finalize'), 'a DecoratorController request (object, attachments) of demo.yash.com/v1 PostgresWriter, but /bookstore/sync is a CompositeController hook (parent, children): send it to /postgres-writer/finalize'],
+    ['/pulsar-consumer/sync', { controller: {}, object: { apiVersion: 'example.com/v1', kind: 'Widget', metadata: { name: 'w' } }, attachments: {} }, 'a DecoratorController request (object, attachments) of example.com/v1 Widget, but /pulsar-consumer/sync is a CompositeController hook (parent, children): no hook here serves example.com/v1 Widget']
+  ] as const
+  for (const [url, payload, message] of cases) {
+    const response = await app.inject({ method: 'POST', url, payload })
+    assert.equal(response.statusCode, 400, `${url}: ${response.body}`)
+    assert.deepEqual(response.json(), { error: 'Bad Request', message: `this is ${message}` })
+  }
+})
+
 test('a body that is not sent as JSON gets 415 saying what to send', async (t) => {
   const { app } = await build(t)
   const body = JSON.stringify(fixture('podset', 'first-sync'))
