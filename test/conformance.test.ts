@@ -1,13 +1,11 @@
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import pg from 'pg'
 import { controllers } from '../hooks/controllers.js'
 import { CompositeResponseSchema, DecoratorResponseSchema } from '../hooks/wire/schemas.js'
-import { build, NOW, testDatabaseUrl } from './helpers/app.js'
+import { build, emptyDatabase, NOW } from './helpers/app.js'
 
 /**
  * Replays the hook calls recorded from real Metacontroller releases (test/fixtures/conformance/metacontroller-<version>/,
@@ -65,31 +63,6 @@ function firstDifference (actual: string, expected: string): string {
   return `first difference at character ${i}:\n  replayed: …${around(actual)}…\n  recorded: …${around(expected)}…`
 }
 
-/**
- * PostgresWriter's messages name the schema (`public.students`): the recording server ran with the default
- * PG_SCHEMA, so the replay gets an empty database of its own instead of the usual per-test schema.
- */
-async function createEmptyDatabase (): Promise<{ url: string, drop: () => Promise<void> }> {
-  const admin = new pg.Client({ connectionString: testDatabaseUrl() })
-  await admin.connect()
-  const name = `conformance_${randomBytes(6).toString('hex')}`
-  try {
-    await admin.query(`CREATE DATABASE ${name}`)
-  } catch (error) {
-    await admin.end()
-    throw new Error(`the conformance replay needs an empty database with schema public, as recorded, and could not create one (${(error as Error).message}): give DATABASE_URL's user CREATEDB, or unset DATABASE_URL to use the embedded PostgreSQL`)
-  }
-  const url = new URL(testDatabaseUrl())
-  url.pathname = `/${name}`
-  return {
-    url: url.toString(),
-    drop: async () => {
-      await admin.query(`DROP DATABASE ${name}`)
-      await admin.end()
-    }
-  }
-}
-
 const corpusNames = readdirSync(corpora).filter((name) => name.startsWith('metacontroller-')).sort()
 
 test('a conformance corpus is there to replay', () => {
@@ -98,10 +71,9 @@ test('a conformance corpus is there to replay', () => {
 
 for (const corpus of corpusNames) {
   test(`every call recorded from ${corpus} gets the recorded answer byte for byte, in order, and a valid v2 answer`, async (t) => {
-    const database = await createEmptyDatabase()
     let now = NOW
-    const { app } = await build(t, { databaseUrl: database.url, env: { PG_SCHEMA: 'public' }, clock: () => now })
-    t.after(database.drop) // after build's own clean-up, which closes the pool
+    // PostgresWriter's messages name the schema (`public.students`): the recording server ran with the default PG_SCHEMA.
+    const { app } = await build(t, { databaseUrl: await emptyDatabase(t, 'conformance'), env: { PG_SCHEMA: 'public' }, clock: () => now })
     const recorded = readdirSync(join(corpora, corpus))
     for (const name of recorded) {
       assert.ok(controllers.some((c) => c.name === name), `${join(corpora, corpus, name)} records a controller that hooks/controllers.ts does not register`)

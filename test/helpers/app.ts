@@ -37,6 +37,30 @@ export function testDatabaseUrl (): string {
   return url
 }
 
+/**
+ * The URL of an empty database of the test's own, dropped after it: for answers that name the schema `public`, as a
+ * first `npm start` gives them, where the usual per-test schema would show in PostgresWriter's messages.
+ */
+export async function emptyDatabase (t: TestContext, purpose: string): Promise<string> {
+  const admin = new pg.Client({ connectionString: testDatabaseUrl() })
+  await admin.connect()
+  const name = `${purpose}_${randomBytes(6).toString('hex')}`
+  try {
+    await admin.query(`CREATE DATABASE ${name}`)
+  } catch (error) {
+    await admin.end()
+    throw new Error(`the ${purpose} test needs an empty database with schema public and could not create one (${(error as Error).message}): give DATABASE_URL's user CREATEDB, or unset DATABASE_URL to use the embedded PostgreSQL`)
+  }
+  // FORCE: whichever clean-up runs first, a pool still connected does not keep the database.
+  t.after(async () => {
+    await admin.query(`DROP DATABASE ${name} WITH (FORCE)`)
+    await admin.end()
+  })
+  const url = new URL(testDatabaseUrl())
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
 /** Builds the app as the server does, on a fresh schema, closed (and its schema dropped) after the test. */
 export async function build (t: TestContext, options: BuildOptions = {}): Promise<TestApp> {
   const schema = `test_${randomBytes(6).toString('hex')}`

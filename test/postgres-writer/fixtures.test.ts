@@ -1,10 +1,8 @@
 import assert from 'node:assert/strict'
-import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import pg from 'pg'
-import { build, testDatabaseUrl } from '../helpers/app.js'
+import { build, emptyDatabase } from '../helpers/app.js'
 import { fixture, fixtureNames } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
 
@@ -19,17 +17,7 @@ test('the fixtures, sent in the documented order to an empty database, get their
   assert.deepEqual([...order].sort(), fixtureNames('postgres-writer'), 'the README of test/fixtures/postgres-writer lists every fixture once')
 
   // A database of its own, as on a first `npm start`: the answers then name the schema `public`, as users see them.
-  const database = `fixtures_${randomBytes(6).toString('hex')}`
-  const admin = new pg.Client({ connectionString: testDatabaseUrl() })
-  await admin.connect()
-  await admin.query(`CREATE DATABASE ${database}`)
-  t.after(async () => {
-    await admin.query(`DROP DATABASE ${database} WITH (FORCE)`)
-    await admin.end()
-  })
-  const url = new URL(testDatabaseUrl())
-  url.pathname = `/${database}`
-  const { app } = await build(t, { databaseUrl: url.toString(), env: { PG_SCHEMA: 'public' } })
+  const { app } = await build(t, { databaseUrl: await emptyDatabase(t, 'fixtures'), env: { PG_SCHEMA: 'public' } })
 
   for (const name of order) {
     const request = fixture('postgres-writer', name)
