@@ -27,7 +27,7 @@ export function parseTokens (text: string, source: string): string[] {
   const tokens = text.split('\n').map((line) => line.trim()).filter((line) => line !== '')
   if (tokens.length === 0) throw new Error(`${source} holds no token: write one per line, such as the output of \`openssl rand -hex 32\``)
   if (tokens.includes(PUBLISHED_EXAMPLE)) {
-    throw new Error(`${source} holds the example token of an earlier manifests/overlays/bearer-token, which is public: generate one with \`openssl rand -hex 32\` (README: "Authenticate Metacontroller")`)
+    throw new Error(`${source} holds the example token of an earlier manifests/overlays/bearer-token, which is public: generate one with \`openssl rand -hex 32\` (docs/operations.md, "Authenticate Metacontroller with a bearer token")`)
   }
   return tokens
 }

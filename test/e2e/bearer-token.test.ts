@@ -1,11 +1,11 @@
 /**
- * The README's bearer-token rotation, on a Metacontroller that authenticates to hooks (v4.16 and later: run the suite
+ * The bearer-token rotation of docs/operations.md, on a Metacontroller that authenticates to hooks (v4.16 and later: run the suite
  * with E2E_METACONTROLLER=<a v4 build>; the default v1.5.20 has no endpointConfigs, so this is skipped there).
  *
  * The hook server runs as a local process, so the kubelet's part is played here: the Secret's `accepted` is written
  * to the server's token file as the kubelet updates a Secret volume. Metacontroller reads the Secret itself, through
  * the bearer-token overlay's endpointConfigs (only the host differs: the hook server's local address), and the
- * README's "restart Metacontroller" is the rig restarting its process.
+ * docs/operations.md's "restart Metacontroller" is the rig restarting its process.
  */
 import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
@@ -36,7 +36,7 @@ async function eventually (what: string, check: () => Promise<boolean>, timeoutM
   }
 }
 
-it('bearer-token rotation as the README gives it: both tokens accepted during the overlap, the old one refused after, no hook-server restart', {
+it('bearer-token rotation as docs/operations.md gives it: both tokens accepted during the overlap, the old one refused after, no hook-server restart', {
   skip: !metacontrollerSupportsEndpointConfigs(metacontroller.crds) && `Metacontroller's CRDs (${metacontroller.crds}) have no endpointConfigs: it sends no token (v4.16 and later do; set E2E_METACONTROLLER)`,
   timeout: 300_000
 }, async (t) => {
@@ -53,7 +53,7 @@ it('bearer-token rotation as the README gives it: both tokens accepted during th
   await cluster.kubectl(['apply', '-f', '-'], JSON.stringify(podsetCrd))
   await cluster.kubectl(['wait', '--for=condition=Established', 'crd/podsets.batch.tutorial.kubebuilder.io'])
 
-  // README: the namespace and a Secret of generated tokens, before the overlay.
+  // docs/operations.md: the namespace and a Secret of generated tokens, before the overlay.
   await cluster.kubectl(['apply', '-k', join(root, 'manifests', 'namespace')])
   const secret = async (token: string, accepted: string[]): Promise<void> => {
     const yaml = await cluster.kubectl(['-n', NAMESPACE, 'create', 'secret', 'generic', SECRET, `--from-literal=token=${token}`, `--from-literal=accepted=${accepted.join('\n')}`, '--dry-run=client', '-o', 'yaml'])

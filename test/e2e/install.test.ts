@@ -1,5 +1,5 @@
 /**
- * The install as the README gives it, against a real kube-apiserver: the rig's, holding Metacontroller's CRDs as a
+ * The install as the README and docs/operations.md give it, against a real kube-apiserver: the rig's, holding Metacontroller's CRDs as a
  * cluster does after step 1 of the install. No controller manager, no Metacontroller: only what the API server
  * accepts is checked here (operators.test.ts runs the product).
  *
@@ -24,7 +24,7 @@ const overlays = readdirSync(join(root, 'manifests', 'overlays')).map((overlay) 
 
 /**
  * The fields of the manifests that Metacontroller's CRDs lack when the rig runs a Metacontroller older than the
- * product needs (v1.5.20 by default: see the README's version caveat). kubectl is then told to warn of unknown fields
+ * product needs (v1.5.20 by default: see docs/testing.md, "Which Metacontroller"). kubectl is then told to warn of unknown fields
  * instead of refusing them, and a warning about any other field still fails.
  */
 const newerFields = [
@@ -79,7 +79,7 @@ describe(`the install on a real kube-apiserver (Metacontroller CRDs of ${metacon
     })
   })
 
-  it('a fresh cluster, README order: manifests/postgres/ (step 3), then manifests/ (step 4)', { timeout: 120_000 }, async () => {
+  it('a fresh cluster, the documented order: manifests/postgres/ (step 3), then manifests/ (step 4)', { timeout: 120_000 }, async () => {
     await withCluster(async (cluster) => {
       await apply(cluster, 'manifests/postgres/')
       await apply(cluster, 'manifests/')
