@@ -1,6 +1,6 @@
 import type { Measurement } from './load.js'
 
-/** The benchmark's table and its verdict on each target (issue 12, and issue 10's memory limit). */
+/** The benchmark's table, its verdict on each target, and the page docs/benchmarks.md made from a run's results. */
 
 export type SideName = 'ours' | 'ours, ETag' | 'fastify peer' | 'node:http peer' | 'receive floor' | 'naive hook' | 'pg loop'
 
@@ -45,8 +45,10 @@ const OURS: SideName[] = ['ours', 'ours, ETag']
 const ETAG_SIZES = ['PodSet 100 pods', 'PodSet 2,000 pods']
 
 const times = (ratio: number | undefined): string => ratio === undefined || Number.isNaN(ratio) ? '–' : `${ratio.toFixed(2)}×`
-const ms = (value: number): string => Number.isNaN(value) ? '–' : value.toFixed(2)
-const rate = (value: number): string => value >= 100 ? value.toFixed(0) : value.toFixed(1)
+/** A figure as results.json holds it: JSON has no NaN, so a figure no request gave is null there. */
+const missing = (value: number | null): value is null => value === null || Number.isNaN(value)
+const ms = (value: number | null): string => missing(value) ? '–' : value.toFixed(2)
+const rate = (value: number | null): string => missing(value) ? '–' : value >= 100 ? value.toFixed(0) : value.toFixed(1)
 
 function find (rows: readonly Row[], name: string, side: SideName, concurrency: number): Row | undefined {
   return rows.find((row) => row.case === name && row.side === side && row.concurrency === concurrency)
@@ -69,9 +71,11 @@ function ratiosToReference (rows: readonly Row[], row: Row): Ratios | undefined 
   }
 }
 
-export function table (rows: readonly Row[]): string {
-  const header = ['case', 'side', 'conc', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'peak RSS MiB', 'CPU ms/req', 'load CPU', 'vs peer: req/s', 'CPU', 'RSS']
-  const lines = rows.map((row) => {
+const HEADER = ['case', 'side', 'conc', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'peak RSS MiB', 'CPU ms/req', 'load CPU', 'vs peer: req/s', 'CPU', 'RSS']
+
+/** The cells of the table, one line per row, in HEADER's order. */
+function cells (rows: readonly Row[]): string[][] {
+  return rows.map((row) => {
     const ratios = ratiosToReference(rows, row)
     return [
       row.case,
@@ -90,9 +94,20 @@ export function table (rows: readonly Row[]): string {
       ratios === undefined ? '' : times(ratios.rss)
     ]
   })
-  const widths = header.map((title, column) => Math.max(title.length, ...lines.map((line) => line[column]?.length ?? 0)))
+}
+
+/** The table as the bench prints it: columns padded, figures right-aligned. */
+export function table (rows: readonly Row[]): string {
+  const lines = cells(rows)
+  const widths = HEADER.map((title, column) => Math.max(title.length, ...lines.map((line) => line[column]?.length ?? 0)))
   const format = (cells: string[]): string => cells.map((cell, column) => column < 2 ? cell.padEnd(widths[column] ?? 0) : cell.padStart(widths[column] ?? 0)).join('  ')
-  return [format(header), format(widths.map((width) => '-'.repeat(width))), ...lines.map(format)].join('\n')
+  return [format(HEADER), format(widths.map((width) => '-'.repeat(width))), ...lines.map(format)].join('\n')
+}
+
+const markdownRow = (cells: readonly string[]): string => `| ${cells.map((cell) => cell.replaceAll('|', '\\|')).join(' | ')} |`
+
+function markdownTable (header: readonly string[], align: readonly ('left' | 'right')[], lines: readonly string[][]): string {
+  return [markdownRow(header), `|${align.map((side) => side === 'left' ? '---' : '--:').join('|')}|`, ...lines.map(markdownRow)].join('\n')
 }
 
 interface Check { label: string, value: number | undefined, met: (value: number) => boolean, show: (value: number) => string }
@@ -166,3 +181,106 @@ export function targetLines (list: readonly Target[]): string {
   const label = { met: 'met         ', 'not met': 'NOT MET     ', 'not measured': 'not measured' }
   return list.map((t) => `${label[t.verdict]}  ${t.target}: ${t.figure}`).join('\n')
 }
+
+/** What a run writes to bench/results.json: the page is made from it alone. */
+export interface Results {
+  /** When the run started (ISO 8601). */
+  date: string
+  machine: { cpu: string, cpus: number, memoryGiB: number, system: string }
+  node: string
+  placement: { sides: string, load: string } | string
+  secondsPerRun: number
+  /** BENCH_CASES when the run measured only the cases it matches; null for every case. */
+  cases: string | null
+  concurrency: number[]
+  poolMax: number
+  postgresFsync: string
+  nodeArgs: string[]
+  memoryLimitMiB: number
+  elapsedSeconds: number
+  rows: Row[]
+  resync: RunFacts['resync']
+  wholeRunPeakRssMiB: RunFacts['wholeRunPeakRssMiB']
+  targets: Target[]
+  failures: string[]
+}
+
+/**
+ * Below this many seconds per side and concurrency, or with cases left out, the page says it is from a quick look:
+ * a slice of a second or less is mostly warm-up and scheduling noise on a shared machine.
+ */
+export const FULL_RUN_SECONDS = 3
+
+/** docs/benchmarks.md: the machine, the date, the targets and the table of one run, then how to read them. */
+export function benchmarkPage (results: Results): string {
+  const { machine } = results
+  const partial = [
+    ...results.secondsPerRun < FULL_RUN_SECONDS ? [`${results.secondsPerRun} s per side and concurrency, under the ${FULL_RUN_SECONDS} s of a full run`] : [],
+    ...results.cases === null ? [] : [`only the cases matching \`${results.cases}\``]
+  ]
+  const placement = typeof results.placement === 'string'
+    ? results.placement
+    : `every side alone on CPU ${results.placement.sides}; the load and PostgreSQL on CPU ${results.placement.load}`
+  const verdict = { met: 'met', 'not met': '**not met**', 'not measured': 'not measured' }
+  return `${[
+    '# Benchmarks',
+    '',
+    '<!-- Written by `npm run bench` from bench/results.json (bench/report.ts): run it again instead of editing this page. -->',
+    '',
+    `How fast this server answers, against peers that compute the same answers, as \`npm run bench\` measured it on ${results.date.slice(0, 10)}. ` +
+      'Runs on a shared or busy machine differ by more than some of the gaps below: compare sides within this run, not with another.',
+    ...partial.length === 0 ? [] : ['', `> **A quick look, not a full run:** ${partial.join('; ')}. Run \`npm run bench\` on a quiet machine before reading figures from this page.`],
+    '',
+    '## The run',
+    '',
+    `- **date**: ${results.date}`,
+    `- **machine**: ${machine.cpu}, ${machine.cpus} CPUs, ${machine.memoryGiB} GiB of memory, ${machine.system}`,
+    `- **Node.js**: ${results.node}`,
+    `- **placement**: ${placement}`,
+    `- **load**: ${results.secondsPerRun} s per side and concurrency, at concurrency ${results.concurrency.join(', ')}; ${results.cases === null ? 'every case' : `the cases matching \`${results.cases}\``}`,
+    `- **PostgreSQL**: fsync ${results.postgresFsync}; a pool of ${results.poolMax} connections`,
+    `- **this server**: \`node ${results.nodeArgs.join(' ')} dist/server.js\`, as the Deployment runs it (memory limit ${results.memoryLimitMiB} MiB)`,
+    `- **the whole run**: ${results.elapsedSeconds} s`,
+    '',
+    '## Targets',
+    '',
+    markdownTable(['target', 'verdict', 'figures'], ['left', 'left', 'left'], results.targets.map((target) => [target.target, verdict[target.verdict], target.figure])),
+    ...results.failures.length === 0 ? [] : ['', '**Failures** (the run exited 1):', '', ...results.failures.map((failure) => `- ${failure}`)],
+    '',
+    '## Results',
+    '',
+    markdownTable(HEADER, HEADER.map((_, column) => column < 2 ? 'left' : 'right'), cells(results.rows)),
+    '',
+    PAGE_LEGEND
+  ].join('\n')}\n`
+}
+
+const PAGE_LEGEND = `## Reading the table
+
+Each case is one request, sent again and again: a PostgresWriter resync of an unchanged object and a create of a new
+one, and a composite's sync of a changed parent. Every side of a case runs in a process of its own, started for that
+case, and the sides alternate in slices so that each sees the same share of the machine.
+
+| side | what it is |
+|---|---|
+| ours | this server, a request without \`If-None-Match\` (a changed parent: decoded, parsed, validated, answered) |
+| ours, ETag | this server, the same request with the \`If-None-Match\` its first answer carried: an unchanged resync, answered 304 |
+| fastify peer | the minimal fastify hook a person would write (\`bench/peers/\`): fastify's default parser, no schemas, no logger |
+| node:http peer | \`node:http\` and \`JSON.parse\`, computing the same PodSet answer |
+| receive floor | not a hook: a \`node:http\` server that receives the body of the 304's request and answers 304 without looking at it, the least any Node.js server spends on it |
+| naive hook | the fastify peer's PostgresWriter sync: an \`INSERT … ON CONFLICT\` on every call |
+| pg loop | the statement with which this server writes a row, run straight on a \`pg\` pool of the same size: the limit of the database |
+
+| column | meaning |
+|---|---|
+| conc | concurrent connections (pg loop: concurrent workers) |
+| req/s | answered requests per second, from the first request sent to the last answer |
+| p50 ms, p99 ms, max ms | latency as the client saw it |
+| errors | unexpected statuses and socket errors; a row with any says FAILED |
+| peak RSS MiB | the side's process's peak resident set during the row |
+| CPU ms/req | the side's process's CPU time (all threads) per answered request: the steadiest figure on a busy machine |
+| load CPU | the bench's own CPU time over the time it drove the row: near 100 % when the load, not the side, set the pace |
+| vs peer | on this server's rows: req/s, CPU per request and peak RSS over the fastify peer's (PodSet) or the naive hook's (PostgresWriter), same case and concurrency |
+
+A missed target does not fail the bench: it measures, it does not test. How to run it, its options and profiling:
+[bench/README.md](../bench/README.md).`

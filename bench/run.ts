@@ -2,7 +2,7 @@ import { deepStrictEqual } from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
-import { cpus } from 'node:os'
+import { arch, cpus, release, totalmem, type as osType } from 'node:os'
 import { join } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -12,7 +12,7 @@ import { startPostgres } from '../test/helpers/postgres-process.js'
 import { startServer as startServerProcess } from '../test/helpers/server-process.js'
 import { deployment } from '../test/helpers/deployment.js'
 import { httpLoad, measurement, poolLoad, type HttpLoad, type Length, type Sample } from './load.js'
-import { table, targetLines, targets, type Row, type SideName } from './report.js'
+import { benchmarkPage, table, targetLines, targets, type Results, type Row, type SideName } from './report.js'
 import { compositeCases, postgresWriterCreate, postgresWriterResync, type CompositeCase } from './requests.js'
 
 /**
@@ -386,7 +386,7 @@ try {
       const answer = await answerOf(composite.name, ours, { path, body })
       if (answer === undefined) return
       const sides = [onProcess('ours', ours, { path, body })]
-      // An answer without an ETag (a server before issue 12) leaves the ETag targets not measured.
+      // An answer without an ETag (a server built before the ETag support) leaves the ETag targets not measured.
       const notModified = answer.etag === null ? undefined : { path, body, headers: { 'if-none-match': answer.etag }, status: 304 }
       if (notModified !== undefined) {
         sides.push(onProcess('ours, ETag', oursEtag, notModified))
@@ -456,14 +456,15 @@ log(table(rows))
 log('')
 log(targetLines(verdicts))
 for (const failure of failures) log(`FAILED ${failure}`)
-log(`\n${rows.length} rows in ${elapsedSeconds} s; figures in bench/results.json`)
+log(`\n${rows.length} rows in ${elapsedSeconds} s; figures in bench/results.json, the page in docs/benchmarks.md`)
 
-await writeFile(join(root, 'bench', 'results.json'), `${JSON.stringify({
+const results: Results = {
   date: new Date(started).toISOString(),
+  machine: { cpu: cpus()[0]?.model.trim() ?? 'unknown CPU', cpus: cpuCount, memoryGiB: Math.round(totalmem() / 1024 ** 3), system: `${osType()} ${release()} ${arch()}` },
   node: process.version,
-  cpus: cpuCount,
   placement: placement ?? 'unpinned (one CPU)',
   secondsPerRun: seconds,
+  cases: process.env.BENCH_CASES === undefined || process.env.BENCH_CASES === '' ? null : process.env.BENCH_CASES,
   concurrency: CONCURRENCY,
   poolMax: config.database.poolMax,
   postgresFsync,
@@ -475,6 +476,8 @@ await writeFile(join(root, 'bench', 'results.json'), `${JSON.stringify({
   wholeRunPeakRssMiB,
   targets: verdicts,
   failures
-}, null, 2)}\n`)
+}
+await writeFile(join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`)
+await writeFile(join(root, 'docs', 'benchmarks.md'), benchmarkPage(results))
 
 process.exit(failures.length > 0 || rows.some((row) => row.failed) ? 1 : 0)
