@@ -12,7 +12,8 @@ RUN npm run build
 FROM node:20-bookworm-slim
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean --force
+# npm's cache (and its logs) in a folder removed in the same step, so the image never holds it.
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund --cache /tmp/npm-cache && rm -rf /tmp/npm-cache
 COPY --from=build /app/dist ./dist
 USER 1000:1000
 ENV PORT=8080 HOOKS_PROBE_PORT=8081
