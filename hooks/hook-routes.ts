@@ -118,12 +118,16 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const outcome = outcomeOf(hook, reply.statusCode, call?.response)
     options.metrics.hookDuration.observe({ controller, hook, outcome }, reply.elapsedTime / 1000)
     const response = call?.response
+    // Why a Ready=False answer is not ready, as its status says: the log is where an operator looks first.
+    const ready = outcome === 'not_ready' ? observedConditions(response?.status).find((c) => c.type === 'Ready') : undefined
     request.log.info({
       controller,
       hook,
       parent: call === null ? undefined : objectKey(call.parent),
       generation: call?.parent.metadata.generation,
       outcome,
+      reason: ready?.reason,
+      message: ready?.message,
       statusCode: reply.statusCode,
       // A 304's body is never parsed: its ETag ties it to the answer, logged with its parent, that first carried it.
       etag: request.etag ?? undefined,
