@@ -10,10 +10,8 @@ export function sortedKeys<T> (value: T): T {
   return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([k, v]) => [k, sortedKeys(v)])) as T
 }
 
-/** JSON as Go writes it, keys sorted: the last-applied annotations. */
-export function goJson (value: unknown): string {
-  return JSON.stringify(sortedKeys(value))
-}
+/** JSON as Go writes it: the last-applied annotations. */
+export { goJson } from '../../../hooks/wire/last-applied.js'
 
 export function digest (text: string): string {
   return createHash('sha256').update(text).digest('hex')

@@ -4,7 +4,7 @@ import { uidFor } from './encoding.js'
 
 /** What Metacontroller adds to a desired child before it applies it, and the controller object it sends in every request. */
 
-export const LAST_APPLIED = 'metacontroller.k8s.io/last-applied-configuration'
+export { LAST_APPLIED_ANNOTATION as LAST_APPLIED } from '../../../hooks/wire/last-applied.js'
 
 /** The desired child as Metacontroller sends it to the API server: in the parent's namespace, with its selector label. */
 export function asApplied (parent: KubernetesObject, desired: KubernetesObject): KubernetesObject {
