@@ -1,5 +1,7 @@
 import type { CustomResource } from './custom-resource.js'
 import type { PostgresIo } from './database/pool.js'
+import { InvalidSpecError } from './errors.js'
+import { compositeInvalidSpecAnswer, decoratorInvalidSpecAnswer } from './invalid-spec.js'
 import { readParent, type ParentOf } from './parent.js'
 import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse, KubernetesObject } from './wire/schemas.js'
 
@@ -33,7 +35,7 @@ export type HookName = 'sync' | 'finalize'
 
 type Hook<Request, Response, Context> = (request: Request, context: Context) => Response | Promise<Response>
 
-interface Hooks<Request, Response, Context> {
+export interface Hooks<Request, Response, Context> {
   sync: Hook<Request, Response, Context>
   /** When present, Metacontroller calls it before a parent goes, and holds a finalizer on every parent until it is done. */
   finalize?: Hook<Request, Response, Context>
@@ -74,6 +76,28 @@ export type Controller = CompositeController<any, any> | DecoratorController<any
 /** The hooks defined, by name: `sync`, and `finalize` when there is one. */
 export function definedHooks<H> (hooks: { sync: H, finalize?: H }): Array<[HookName, H]> {
   return hooks.finalize === undefined ? [['sync', hooks.sync]] : [['sync', hooks.sync], ['finalize', hooks.finalize]]
+}
+
+/**
+ * A controller's hooks as the server runs them: a hook that finds its parent's spec unusable (InvalidSpecError)
+ * answers so on the resource, keeping every child as it is (invalid-spec.ts).
+ */
+export function servedHooks (controller: CompositeController<any, any>): Hooks<CompositeRequest, CompositeResponse, HookContext<any, any>>
+export function servedHooks (controller: DecoratorController<any, any>): Hooks<DecoratorRequest, DecoratorResponse, HookContext<any, any>>
+export function servedHooks (controller: Controller): Hooks<any, CompositeResponse | DecoratorResponse, HookContext<any, any>> {
+  type AnyHook = Hook<any, CompositeResponse | DecoratorResponse, HookContext<any, any>>
+  const answer = controller.type === 'composite' ? compositeInvalidSpecAnswer : decoratorInvalidSpecAnswer
+  const served = (hook: HookName, run: AnyHook): AnyHook =>
+    async (request, context) => {
+      try {
+        return await run(request, context)
+      } catch (error) {
+        if (error instanceof InvalidSpecError) return answer(hook, request, context, error)
+        throw error
+      }
+    }
+  const { sync, finalize } = controller.hooks
+  return { sync: served('sync', sync), ...(finalize === undefined ? {} : { finalize: served('finalize', finalize) }) }
 }
 
 /** The hooks a controller has: `sync`, and `finalize` when it defines one. */

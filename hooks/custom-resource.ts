@@ -69,7 +69,7 @@ export interface CustomResource<Spec extends TObject = TObject, StatusFields ext
   plural: string
   singular: string
   listKind: string
-  /** The spec after the schema's defaults; a 422 naming each field that cannot be interpreted. */
+  /** The spec after the schema's defaults; an InvalidSpecError naming each field that cannot be interpreted. */
   parseSpec: (spec: unknown) => Static<Spec>
   /** The controller's own fields of an observed status, those that match their schema (conditions: see observedConditions). */
   observedStatus: (status: unknown) => ObservedStatus<StatusFields>

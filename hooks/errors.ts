@@ -6,7 +6,19 @@ export class HookError extends Error {
   }
 }
 
-/** A parent whose spec the hook cannot interpret: 422, shown by Metacontroller in a SyncError event. */
-export function unprocessableSpec (kind: string, problems: string[]): HookError {
-  return new HookError(422, `${kind} spec cannot be used: ${problems.join('; ')}. Fix the custom resource; its children are left as they are.`)
+/**
+ * A parent whose spec the hook cannot interpret. The server answers it on the resource, Ready=False with reason
+ * InvalidSpec and this message, where it can keep every child as it is (invalid-spec.ts); otherwise it is a 422,
+ * shown by Metacontroller in a SyncError event.
+ */
+export class InvalidSpecError extends HookError {
+  constructor (readonly kind: string, readonly problems: string[]) {
+    super(422, `${kind} spec cannot be used: ${problems.join('; ')}. Fix the custom resource; until then the hook changes nothing it manages.`)
+    this.name = 'InvalidSpecError'
+  }
+}
+
+/** The error for a parent whose spec has these problems, each `spec.<field>: <what is wrong>`. */
+export function unprocessableSpec (kind: string, problems: string[]): InvalidSpecError {
+  return new InvalidSpecError(kind, problems)
 }

@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { BearerTokens, type BearerTokenSource } from './bearer-token.js'
-import { definedHooks, hookContext, ioFor, type Controller, type HookContext, type HookName, type Io } from './controller.js'
+import { definedHooks, hookContext, ioFor, servedHooks, type Controller, type HookContext, type HookName, type Io } from './controller.js'
 import { HookError } from './errors.js'
 import { answersFromRequestAlone, noneMatchHolds, requestDigest } from './etag.js'
 import type { Metrics, Outcome } from './metrics.js'
@@ -167,12 +167,12 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
       ...(answersFromRequestAlone(controller) ? { preValidation: notModified } : {})
     })
     if (controller.type === 'composite') {
-      for (const [hook, run] of definedHooks(controller.hooks)) {
+      for (const [hook, run] of definedHooks(servedHooks(controller))) {
         fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: CompositeRequestSchema } }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.parent, async (context) => await run(request.body, context)))
       }
     } else {
-      for (const [hook, run] of definedHooks(controller.hooks)) {
+      for (const [hook, run] of definedHooks(servedHooks(controller))) {
         fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: DecoratorRequestSchema } }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.object, async (context) => await run(request.body, context)))
       }

@@ -19,8 +19,9 @@ export interface ParentMetadata {
 
 export interface Parent<Spec extends TObject, StatusFields extends TProperties> extends ParentMetadata {
   /**
-   * The spec after the CRD's defaults, or a 422 that names each field that cannot be interpreted. Parsed when
-   * called, so that a hook can act on a parent whose spec is broken (a finalize, a refusal reported in the status).
+   * The spec after the CRD's defaults, or an InvalidSpecError that names each field that cannot be interpreted.
+   * Parsed when called, so that a hook can act on a parent whose spec is broken (a finalize, a refusal reported in
+   * the status).
    */
   spec: () => Static<Spec>
   /** The controller's own observed status fields, those that match their schema. */

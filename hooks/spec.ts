@@ -5,7 +5,7 @@ import { unprocessableSpec } from './errors.js'
 /**
  * Compiles a spec schema into a parser that reads a spec as the API server stores it: unknown fields pruned and the
  * schema's defaults applied (so a curl fixture without defaults behaves like the real object), and rejects what it
- * cannot interpret with a 422.
+ * cannot interpret with an InvalidSpecError.
  */
 export function specParser<T extends TSchema> (schema: T, kind: string): (spec: unknown) => Static<T> {
   const check = TypeCompiler.Compile(schema)

@@ -2,7 +2,7 @@ import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
 import { parseAllDocuments, stringify } from 'yaml'
 import { controllers } from '../hooks/controllers.js'
-import { hookContext, type Controller } from '../hooks/controller.js'
+import { hookContext, servedHooks, type Controller } from '../hooks/controller.js'
 import { kubernetesTime } from '../hooks/wire/conditions.js'
 import { groupKey, objectKey } from '../hooks/wire/objects.js'
 import type { KubernetesObject, ObjectMap } from '../hooks/wire/schemas.js'
@@ -71,7 +71,7 @@ const request = {
   finalizing: false
 }
 try {
-  const answer = await controller.hooks.sync(request, hookContext(controller, request.parent, kubernetesTime(new Date()), {}))
+  const answer = await servedHooks(controller).sync(request, hookContext(controller, request.parent, kubernetesTime(new Date()), {}))
   process.stdout.write(stringify(answer, { lineWidth: 0, aliasDuplicateObjects: false }))
 } catch (error) {
   fail(`the hook refused ${parent.kind} ${namespace}/${parent.metadata.name}: ${(error as Error).message}`)

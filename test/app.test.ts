@@ -11,6 +11,11 @@ import { fixture, requestFixtures } from './helpers/fixtures.js'
 const UNREACHABLE = 'postgres://nobody:secret@127.0.0.1:1/none'
 const errorResponse = TypeCompiler.Compile(ErrorResponseSchema)
 
+/** `request` about a parent named `name`. */
+function withParentName (request: Record<string, any>, name: string): Record<string, any> {
+  return { ...request, parent: { ...request.parent, metadata: { ...request.parent.metadata, name } } }
+}
+
 test('an app of composites alone needs no database: no pool, ready, and every hook answers', async (t) => {
   const composites = controllers.filter((controller) => controller.type === 'composite')
   // DATABASE_URL is set for the tests, but nothing here needs it.
@@ -158,7 +163,7 @@ test('every error answer has one shape, {error, message}', async (t) => {
     404: await app.inject({ method: 'GET', url: '/nothing', headers: { authorization } }),
     413: await limited.app.inject({ method: 'POST', url: '/podset/sync', payload: { padding: 'x'.repeat(4096) } }),
     415: await app.inject({ method: 'POST', url: '/podset/sync', payload: 'x', headers: { authorization, 'content-type': 'text/plain' } }),
-    422: await app.inject({ method: 'POST', url: '/pulsar-consumer/sync', payload: fixture('pulsar-consumer', 'sync-invalid-spec'), headers: { authorization } }),
+    422: await app.inject({ method: 'POST', url: '/podset/sync', payload: withParentName(fixture('podset', 'first-sync'), 'p'.repeat(64)), headers: { authorization } }),
     500: await failing.app.inject({ method: 'POST', url: '/broken/sync', payload: fixture('podset', 'first-sync') })
   }
   for (const [statusCode, response] of Object.entries(answers)) {

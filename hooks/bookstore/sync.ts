@@ -13,7 +13,7 @@ import { bookStoreStatus } from './status.js'
 
 /** The pure core of BookStore: the desired children of a parent, from its spec and the claims it already has. */
 
-/** The size every claim is asked for at least, from dbSize; a 422 saying what DB_SIZE_RULES says, as the API server would. */
+/** The size every claim is asked for at least, from dbSize; an InvalidSpecError saying what DB_SIZE_RULES says, as the API server would. */
 function desiredSize (dbSize: BookStoreSpec['bookDB']['dbSize']): DesiredSize {
   const problem = (rule: ApplyRule, value?: string): HookError =>
     unprocessableSpec(bookStoreResource.kind, [`spec.bookDB.dbSize: ${value === undefined ? '' : `${value} `}${rule.message}`])

@@ -6,6 +6,7 @@ import { build, NOW, postText } from '../helpers/app.js'
 import { appliedChildren, withSortedKeys } from '../helpers/api-server/apply.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
+import { invalidSpecReady, lastAppliedChildren } from '../helpers/invalid-spec.js'
 
 const CASES = ['first-sync', 'steady-state', 'scale-up', 'scale-down', 'spec-change', 'db-size-raised', 'db-size-lowered', 'deletion-in-progress']
 const NS = 'default'
@@ -304,29 +305,40 @@ test('a spec with only bookApp.repository gets every default', async (t) => {
   assert.equal(child(response, 'Deployment', `${N}-bookstore`).spec.template.spec.containers[0].image, 'example/bookstore:latest')
 })
 
-test('a spec the hook cannot interpret gets 422 with a message naming the field', async (t) => {
-  const cases: Array<[string, (request: Json) => void, RegExp]> = [
-    ['dbSize: lots', (r) => { r.parent.spec.bookDB.dbSize = 'lots' }, /spec\.bookDB\.dbSize: "lots" must be a size such as 1Gi, 500Mi or 2G/],
-    ['dbSize: 0', (r) => { r.parent.spec.bookDB.dbSize = '0' }, /spec\.bookDB\.dbSize: "0" must be at least one byte/],
-    ['dbSize: 0 as a number', (r) => { r.parent.spec.bookDB.dbSize = 0 }, /spec\.bookDB\.dbSize: 0 must be at least one byte/],
-    ['dbSize: -1Gi', (r) => { r.parent.spec.bookDB.dbSize = '-1Gi' }, /spec\.bookDB\.dbSize: "-1Gi" must be at least one byte/],
-    ['dbSize: 100m', (r) => { r.parent.spec.bookDB.dbSize = '100m' }, /spec\.bookDB\.dbSize: "100m" must be at least one byte/],
-    ['dbSize: 9Ei', (r) => { r.parent.spec.bookDB.dbSize = '9Ei' }, /"9Ei" must be less than 8Ei \(9223372036854775807 bytes\)/],
-    ['dbSize: 8Ei', (r) => { r.parent.spec.bookDB.dbSize = '8Ei' }, /"8Ei" must be less than 8Ei/],
-    ['dbSize: 1e0009', (r) => { r.parent.spec.bookDB.dbSize = '1e0009' }, /"1e0009" must be a size such as 1Gi/],
-    ['dbSize: true', (r) => { r.parent.spec.bookDB.dbSize = true }, /spec\.bookDB\.dbSize: Expected integer or string/],
-    ['replicas: -1', (r) => { r.parent.spec.bookDB.replicas = -1 }, /spec\.bookDB\.replicas: Expected integer to be greater or equal to 0/],
-    ['replicas: 51', (r) => { r.parent.spec.bookDB.replicas = 51 }, /spec\.bookDB\.replicas: Expected integer to be less or equal to 50/],
-    ['serviceType: Bogus', (r) => { r.parent.spec.bookApp.serviceType = 'Bogus' }, /spec\.bookApp\.serviceType: Expected one of "ClusterIP", "NodePort", "LoadBalancer"/],
-    ['targetPort: 70000', (r) => { r.parent.spec.bookApp.targetPort = 70000 }, /spec\.bookApp\.targetPort: Expected integer to be less or equal to 65535/],
-    ['no repository', (r) => { delete r.parent.spec.bookApp.repository }, /spec\.bookApp\.repository: Expected required property/],
-    ['no bookApp', (r) => { delete r.parent.spec.bookApp }, /spec\.bookApp: Expected required property/],
-    ['a name too long for the StatefulSet', (r) => { r.parent.metadata.name = 'a'.repeat(45) }, /at most 44 characters/],
-    ['a name that is not a DNS label', (r) => { r.parent.metadata.name = 'book.store' }, /BookStore name "book\.store" cannot be used: it must start with a letter, .* because its children are named after it/]
+test('a spec the hook cannot interpret gets Ready=False InvalidSpec naming the field, and the children kept as they are', async (t) => {
+  const cases: Array<[string, (spec: Json) => void, RegExp]> = [
+    ['dbSize: lots', (spec) => { spec.bookDB.dbSize = 'lots' }, /spec\.bookDB\.dbSize: "lots" must be a size such as 1Gi, 500Mi or 2G/],
+    ['dbSize: 0', (spec) => { spec.bookDB.dbSize = '0' }, /spec\.bookDB\.dbSize: "0" must be at least one byte/],
+    ['dbSize: 0 as a number', (spec) => { spec.bookDB.dbSize = 0 }, /spec\.bookDB\.dbSize: 0 must be at least one byte/],
+    ['dbSize: -1Gi', (spec) => { spec.bookDB.dbSize = '-1Gi' }, /spec\.bookDB\.dbSize: "-1Gi" must be at least one byte/],
+    ['dbSize: 100m', (spec) => { spec.bookDB.dbSize = '100m' }, /spec\.bookDB\.dbSize: "100m" must be at least one byte/],
+    ['dbSize: 9Ei', (spec) => { spec.bookDB.dbSize = '9Ei' }, /"9Ei" must be less than 8Ei \(9223372036854775807 bytes\)/],
+    ['dbSize: 8Ei', (spec) => { spec.bookDB.dbSize = '8Ei' }, /"8Ei" must be less than 8Ei/],
+    ['dbSize: 1e0009', (spec) => { spec.bookDB.dbSize = '1e0009' }, /"1e0009" must be a size such as 1Gi/],
+    ['dbSize: true', (spec) => { spec.bookDB.dbSize = true }, /spec\.bookDB\.dbSize: Expected integer or string/],
+    ['replicas: -1', (spec) => { spec.bookDB.replicas = -1 }, /spec\.bookDB\.replicas: Expected integer to be greater or equal to 0/],
+    ['replicas: 51', (spec) => { spec.bookDB.replicas = 51 }, /spec\.bookDB\.replicas: Expected integer to be less or equal to 50/],
+    ['serviceType: Bogus', (spec) => { spec.bookApp.serviceType = 'Bogus' }, /spec\.bookApp\.serviceType: Expected one of "ClusterIP", "NodePort", "LoadBalancer"/],
+    ['targetPort: 70000', (spec) => { spec.bookApp.targetPort = 70000 }, /spec\.bookApp\.targetPort: Expected integer to be less or equal to 65535/],
+    ['no repository', (spec) => { delete spec.bookApp.repository }, /spec\.bookApp\.repository: Expected required property/],
+    ['no bookApp', (spec) => { delete spec.bookApp }, /spec\.bookApp: Expected required property/]
   ]
   for (const [label, change, message] of cases) {
+    const request = withSpec(fixture('bookstore', 'steady-state'), change)
+    const { statusCode, json } = await sync(t, request)
+    assert.match(invalidSpecReady(statusCode, json, label).message, message, label)
+    assert.deepEqual(json.children, lastAppliedChildren(request), label)
+  }
+})
+
+test('a name the children cannot be named after gets 422 saying why', async (t) => {
+  const cases: Array<[string, string, RegExp]> = [
+    ['a name too long for the StatefulSet', 'a'.repeat(45), /at most 44 characters/],
+    ['a name that is not a DNS label', 'book.store', /BookStore name "book\.store" cannot be used: it must start with a letter, .* because its children are named after it/]
+  ]
+  for (const [label, name, message] of cases) {
     const request = structuredClone(fixture('bookstore', 'steady-state'))
-    change(request)
+    request.parent.metadata.name = name
     const { statusCode, json } = await sync(t, request)
     assert.equal(statusCode, 422, label)
     assert.match(json.message, message, label)
@@ -334,13 +346,13 @@ test('a spec the hook cannot interpret gets 422 with a message naming the field'
   }
 })
 
-test('a plain number beyond 2^53 gets 422 saying so, never the rounded value JSON.parse made of it', async (t) => {
+test('a plain number beyond 2^53 is named as such in InvalidSpec, never the rounded value JSON.parse made of it', async (t) => {
   const { app } = await build(t, { databaseUrl: false, controllers: [bookStore] })
   const payload = JSON.stringify(withSpec(fixture('bookstore', 'steady-state'), (spec) => { spec.bookDB.dbSize = 0 })).replace('"dbSize":0', '"dbSize":9007199254740993')
   const response = await postText(app, '/bookstore/sync', payload)
-  assert.equal(response.statusCode, 422)
-  assert.match(response.json().message, /spec\.bookDB\.dbSize: a plain number of bytes must be at most 9007199254740991 \(2\^53 - 1\)/)
-  assert.doesNotMatch(response.json().message, /9007199254740992/)
+  const { message } = invalidSpecReady(response.statusCode, response.json())
+  assert.match(message, /spec\.bookDB\.dbSize: a plain number of bytes must be at most 9007199254740991 \(2\^53 - 1\)/)
+  assert.doesNotMatch(message, /9007199254740992/)
 })
 
 test('an observed claim whose size is not a quantity is asked for dbSize, and VolumeSizeUnknown says so', async (t) => {

@@ -19,7 +19,7 @@ export interface RefusedResource {
   literal?: string
   /** What kubectl apply's error says. */
   apiServer: RegExp
-  /** How the hook refuses it: a 422, or (PostgresWriter) a 200 with Ready=False and this reason; and what it says. */
+  /** How the hook refuses it: a 200 with Ready=False and this reason, or a 422 (a name it cannot use); and what it says. */
   hook: { refusal: 422 | 'InvalidSpec' | 'InvalidTableName', message: RegExp }
 }
 
@@ -42,11 +42,14 @@ export function resourceJson (refused: RefusedResource, metadata: Json = {}): st
 }
 
 const bookStore = (what: string, change: (r: Json) => void, apiServer: RegExp, hook: RegExp, literal?: string): RefusedResource =>
-  ({ controller: 'bookstore', what, resource: sample('bookstore', change), apiServer, hook: { refusal: 422, message: hook }, ...(literal === undefined ? {} : { literal }) })
+  ({ controller: 'bookstore', what, resource: sample('bookstore', change), apiServer, hook: { refusal: 'InvalidSpec', message: hook }, ...(literal === undefined ? {} : { literal }) })
 const podSet = (what: string, change: (r: Json) => void, apiServer: RegExp, hook: RegExp): RefusedResource =>
-  ({ controller: 'podset', what, resource: sample('podset', change), apiServer, hook: { refusal: 422, message: hook } })
+  ({ controller: 'podset', what, resource: sample('podset', change), apiServer, hook: { refusal: 'InvalidSpec', message: hook } })
 const pulsarConsumer = (what: string, change: (r: Json) => void, apiServer: RegExp, hook: RegExp): RefusedResource =>
-  ({ controller: 'pulsar-consumer', what, resource: sample('pulsar-consumer', change), apiServer, hook: { refusal: 422, message: hook } })
+  ({ controller: 'pulsar-consumer', what, resource: sample('pulsar-consumer', change), apiServer, hook: { refusal: 'InvalidSpec', message: hook } })
+/** A name the hook cannot name the children after: a 422 saying why. */
+const nameRefused = (controller: string, what: string, change: (r: Json) => void, apiServer: RegExp, hook: RegExp): RefusedResource =>
+  ({ controller, what, resource: sample(controller, change), apiServer, hook: { refusal: 422, message: hook } })
 const postgresWriter = (what: string, change: (r: Json) => void, apiServer: RegExp, hook: RefusedResource['hook']): RefusedResource =>
   ({ controller: 'postgres-writer', what, resource: sample('postgres-writer', change), apiServer, hook })
 
@@ -72,9 +75,9 @@ export const refusedResources: RefusedResource[] = [
     /spec\.bookApp\.serviceType: Unsupported value: "Bogus"/, /spec\.bookApp\.serviceType: Expected one of "ClusterIP", "NodePort", "LoadBalancer"/),
   bookStore('a repository with a no-break space', (r) => { r.spec.bookApp.repository = 'akash125/py\u00a0app' },
     /spec\.bookApp\.repository in body should match '\^\[!-~\]\+\$'/, /spec\.bookApp\.repository: Expected string to match/),
-  bookStore('a name of 45 characters', (r) => { r.metadata.name = `b${'o'.repeat(44)}` },
+  nameRefused('bookstore', 'a name of 45 characters', (r) => { r.metadata.name = `b${'o'.repeat(44)}` },
     /The BookStore "bo+" is invalid: .*a BookStore name holds at most 44 characters, because its children are named after it/, /BookStore name "bo+" is 45 characters long, but at most 44 characters fit/),
-  bookStore('a name that is not a DNS label', (r) => { r.metadata.name = 'book.store' },
+  nameRefused('bookstore', 'a name that is not a DNS label', (r) => { r.metadata.name = 'book.store' },
     /The BookStore "book\.store" is invalid: .*a BookStore name must start with a letter, hold only lowercase letters, digits and '-'/, /BookStore name "book\.store" cannot be used: it must start with a letter/),
 
   podSet('replicas 10001', (r) => { r.spec = { replicas: 10001 } },
@@ -85,7 +88,7 @@ export const refusedResources: RefusedResource[] = [
     /spec\.command: Invalid value: 0: spec\.command in body should have at least 1 items/, /spec\.command: Expected array length to be greater or equal to 1/),
   podSet('an image with a space', (r) => { r.spec = { image: 'busy box' } },
     /spec\.image in body should match '\^\[!-~\]\+\$'/, /spec\.image: Expected string to match/),
-  podSet('a name of 64 characters', (r) => { r.metadata.name = `p${'o'.repeat(63)}` },
+  nameRefused('podset', 'a name of 64 characters', (r) => { r.metadata.name = `p${'o'.repeat(63)}` },
     /The PodSet "po+" is invalid: .*a PodSet name holds at most 63 characters, because its pods carry it in their app label/, /PodSet name "po+" is 64 characters long, but at most 63 characters fit/),
 
   pulsarConsumer('a server address that is not pulsar://', (r) => { r.spec.serverAddress = 'http://localhost:6650' },
@@ -100,11 +103,11 @@ export const refusedResources: RefusedResource[] = [
   postgresWriter('a table that is not a lowercase SQL identifier', (r) => { r.spec.table = 'Students; DROP TABLE x' },
     /spec\.table in body should match '\^\[a-z_\]\[a-z0-9_\]\{0,62\}\$'/, { refusal: 'InvalidTableName', message: /Students; DROP TABLE x/ }),
   postgresWriter('age -1', (r) => { r.spec.age = -1 },
-    /spec\.age: Invalid value: -1: spec\.age in body should be greater than or equal to 0/, { refusal: 422, message: /spec\.age: Expected integer to be greater or equal to 0/ }),
+    /spec\.age: Invalid value: -1: spec\.age in body should be greater than or equal to 0/, { refusal: 'InvalidSpec', message: /spec\.age: Expected integer to be greater or equal to 0/ }),
   postgresWriter('age 2147483648, beyond a PostgreSQL integer', (r) => { r.spec.age = 2147483648 },
-    /spec\.age: Invalid value: 2147483648: spec\.age in body should be less than or equal to 2147483647/, { refusal: 422, message: /spec\.age: Expected integer to be less or equal to 2147483647/ }),
+    /spec\.age: Invalid value: 2147483648: spec\.age in body should be less than or equal to 2147483647/, { refusal: 'InvalidSpec', message: /spec\.age: Expected integer to be less or equal to 2147483647/ }),
   postgresWriter('no country', (r) => { delete r.spec.country },
-    /spec\.country: Required value/, { refusal: 422, message: /spec\.country: Expected required property/ }),
+    /spec\.country: Required value/, { refusal: 'InvalidSpec', message: /spec\.country: Expected required property/ }),
   postgresWriter('a NUL character in the name', (r) => { r.spec.name = 'al\u0000ex' },
     /spec\.name: Invalid value: .*must not contain a NUL character/, { refusal: 'InvalidSpec', message: /spec\.name contains a NUL character/ })
 ]

@@ -11,6 +11,7 @@ import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../.
 import { build, type TestApp } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
+import { invalidSpecReady, lastAppliedChildren } from '../helpers/invalid-spec.js'
 import { appliedPod, podSetParent, podSetRequest, syncRequest } from './requests.js'
 
 const CASES = [
@@ -52,7 +53,8 @@ function readyOf (response: CompositeResponse): Record<string, unknown> | undefi
 
 test('every fixture has a golden answer', async (t) => {
   const app = await podSetApp(t)
-  const requests = readdirSync(join(import.meta.dirname, '..', 'fixtures', 'podset')).filter((f) => f.endsWith('.json') && !f.endsWith('.expected.json'))
+  // The invalid-spec fixture has its golden answer in test/invalid-spec.test.ts.
+  const requests = readdirSync(join(import.meta.dirname, '..', 'fixtures', 'podset')).filter((f) => f.endsWith('.json') && !f.endsWith('.expected.json') && f !== 'invalid-spec.json')
   assert.deepEqual(requests.map((f) => f.replace(/\.json$/, '')).sort(), [...CASES].sort())
   for (const name of CASES) {
     await t.test(name, async () => {
@@ -181,7 +183,7 @@ test('the original sample, as written, gets the defaults: one busybox pod sleepi
   }])
 })
 
-test('a spec the hook cannot interpret gets 422 naming the field', async (t) => {
+test('a spec the hook cannot interpret gets Ready=False InvalidSpec naming the field, and the pods kept as they are', async (t) => {
   const app = await podSetApp(t)
   const cases: Array<[unknown, RegExp]> = [
     [{ replicas: -1 }, /spec\.replicas: Expected integer to be greater or equal to 0/],
@@ -197,12 +199,15 @@ test('a spec the hook cannot interpret gets 422 naming the field', async (t) => 
     const request = fixture<CompositeRequest>('podset', 'steady-state')
     request.parent.spec = spec
     const { statusCode, json } = await sync(app, request)
-    assert.equal(statusCode, 422, JSON.stringify(spec))
-    assert.equal(json.error, 'Unprocessable Entity')
-    assert.match(String(json.message), message)
-    assert.match(String(json.message), /^PodSet spec cannot be used: .*its children are left as they are/)
+    const ready = invalidSpecReady(statusCode, json, JSON.stringify(spec))
+    assert.match(String(ready.message), message)
+    assert.match(String(ready.message), /^PodSet spec cannot be used: .*until then the hook changes nothing it manages\.$/)
+    assert.deepEqual(json.children, lastAppliedChildren(request))
   }
+})
 
+test('a name too long for the pods\' app label gets 422 saying why', async (t) => {
+  const app = await podSetApp(t)
   const longName = 'a'.repeat(64)
   const { statusCode, json } = await sync(app, syncRequest(podSetParent({ name: longName, spec: { replicas: 1 } }), []))
   assert.equal(statusCode, 422)

@@ -4,6 +4,7 @@ import { pulsarConsumer } from '../../hooks/pulsar-consumer/index.js'
 import { build } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
+import { invalidSpecReady, lastAppliedChildren } from '../helpers/invalid-spec.js'
 
 type Json = Record<string, any>
 
@@ -19,24 +20,24 @@ const cases: Array<{ title: string, edit: (spec: Json) => void, field: string }>
 ]
 
 for (const { title, edit, field } of cases) {
-  test(`${title} gets 422 naming ${field}, and no children`, async (t) => {
+  test(`${title} gets Ready=False InvalidSpec naming ${field}, and the Deployment kept as it is`, async (t) => {
     const { app } = await build(t, { databaseUrl: false, controllers: [pulsarConsumer] })
     const request = fixture('pulsar-consumer', 'sync-steady')
     edit(request.parent.spec)
     const response = await app.inject({ method: 'POST', url: '/pulsar-consumer/sync', payload: request })
-    assert.equal(response.statusCode, 422)
     const body = response.json()
-    assert.equal(body.children, undefined)
-    assert.match(body.message, /^PulsarConsumer spec cannot be used: /)
-    assert.ok(body.message.includes(`${field}:`), body.message)
+    const ready = invalidSpecReady(response.statusCode, body, title)
+    assert.match(ready.message, /^PulsarConsumer spec cannot be used: /)
+    assert.ok(ready.message.includes(`${field}:`), ready.message)
+    assert.deepEqual(body.children, lastAppliedChildren(request))
   })
 }
 
 test('the invalid-spec fixture names every bad field at once', async (t) => {
   const { app } = await build(t, { databaseUrl: false, controllers: [pulsarConsumer] })
   const response = await app.inject({ method: 'POST', url: '/pulsar-consumer/sync', payload: fixture('pulsar-consumer', 'sync-invalid-spec') })
-  assert.equal(response.statusCode, 422)
   const body = response.json()
-  for (const field of ['spec.topic', 'spec.replicas', 'spec.serverAddress']) assert.ok(body.message.includes(field), body.message)
+  const ready = invalidSpecReady(response.statusCode, body)
+  for (const field of ['spec.topic', 'spec.replicas', 'spec.serverAddress']) assert.ok(ready.message.includes(field), ready.message)
   assertGolden(body, 'pulsar-consumer', 'sync-invalid-spec')
 })
