@@ -159,3 +159,13 @@ test('PostgresWriter: Ready=False InvalidSpec naming each bad field, no SQL, and
   assert.equal((await sync(finalize, 'finalize')).finalized, true, 'a finalize needs no spec: the object can still go')
   assert.deepEqual(await row(), [])
 })
+
+test('PostgresWriter: text a PostgreSQL column cannot hold is InvalidSpec too, each such field named', async (t) => {
+  const { app } = await build(t)
+  const request = fixture('postgres-writer', 'sync-create')
+  request.object.spec.name = 'al\u0000ex'
+  request.object.spec.country = 'x\ud800y'
+  const response = await app.inject({ method: 'POST', url: '/postgres-writer/sync', payload: request })
+  const ready = invalidSpecReady(response.statusCode, response.json())
+  assert.equal(ready.message, 'PostgresWriter spec cannot be used: spec.name: contains a NUL character, which a PostgreSQL text column cannot hold; spec.country: contains an unpaired UTF-16 surrogate, which a PostgreSQL text column cannot hold. Fix the custom resource; until then the hook changes nothing it manages.')
+})

@@ -1,9 +1,9 @@
 import type { PostgresPolicy } from '../config.js'
 import { isSqlIdentifier } from '../config.js'
-import { HookError } from '../errors.js'
+import { HookError, unprocessableSpec } from '../errors.js'
 import { parentStatus, type ParentMetadata, type ParentOf, type Readiness } from '../parent.js'
 import type { DecoratorResponse } from '../wire/schemas.js'
-import type { postgresWriterResource, PostgresWriterStatus } from './resource.js'
+import { postgresWriterResource, type PostgresWriterStatus } from './resource.js'
 
 /**
  * The pure core of PostgresWriter: what to write or delete for a request, and the answer for what happened.
@@ -17,7 +17,7 @@ export interface Row {
   country: string
 }
 
-export type Refusal = { reason: 'InvalidTableName' | 'TableNotAllowed' | 'InvalidSpec', message: string }
+export type Refusal = { reason: 'InvalidTableName' | 'TableNotAllowed', message: string }
 
 export type SyncPlan =
   | { kind: 'refuse', refusal: Refusal }
@@ -80,12 +80,11 @@ export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncP
     if (refusal !== undefined) return { kind: 'refuse', refusal }
   }
   const spec = parent.spec()
-  for (const field of ['name', 'country'] as const) {
+  const unstorable = (['name', 'country'] as const).flatMap((field) => {
     const problem = unstorableText(spec[field])
-    if (problem !== undefined) {
-      return { kind: 'refuse', refusal: { reason: 'InvalidSpec', message: `spec.${field} contains ${problem}, which a PostgreSQL text column cannot hold; nothing was written` } }
-    }
-  }
+    return problem === undefined ? [] : [`spec.${field}: contains ${problem}, which a PostgreSQL text column cannot hold`]
+  })
+  if (unstorable.length > 0) throw unprocessableSpec(postgresWriterResource.kind, unstorable)
   return {
     kind: 'write',
     row: { id, name: spec.name, age: spec.age, country: spec.country },

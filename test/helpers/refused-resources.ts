@@ -109,7 +109,7 @@ export const refusedResources: RefusedResource[] = [
   postgresWriter('no country', (r) => { delete r.spec.country },
     /spec\.country: Required value/, { refusal: 'InvalidSpec', message: /spec\.country: Expected required property/ }),
   postgresWriter('a NUL character in the name', (r) => { r.spec.name = 'al\u0000ex' },
-    /spec\.name: Invalid value: .*must not contain a NUL character/, { refusal: 'InvalidSpec', message: /spec\.name contains a NUL character/ })
+    /spec\.name: Invalid value: .*must not contain a NUL character/, { refusal: 'InvalidSpec', message: /spec\.name: contains a NUL character/ })
 ]
 
 /** Resources at the edges of what the hooks accept: the API server must accept each, so that its rules are no stricter. */
