@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { freePort } from '../hooks/database/embedded.js'
+import { freePort } from '../dev/free-port.js'
 import { emptyDatabase } from './helpers/app.js'
 import { startServer } from './helpers/server-process.js'
 

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { testDatabaseUrl } from './helpers/app.js'
 import { fixturePath } from './helpers/fixtures.js'
-import { spawnServer, startServer } from './helpers/server-process.js'
+import { spawnServer, startServer, withoutDatabase } from './helpers/server-process.js'
 
 test('SIGTERM: in-flight hooks complete, then the process exits 0', async (t) => {
   const schema = `test_${randomBytes(6).toString('hex')}`
@@ -49,6 +49,14 @@ test('a bad configuration value stops start-up with exit code 1 and a message na
   assert.match(server.output(), /PORT='eighty': expected a whole number/)
   assert.match(server.output(), /HOOKS_BODY_LIMIT='huge'/)
   assert.doesNotMatch(server.output(), /hunter2/)
+})
+
+test('the production entry point without a database setting starts none: one line names the variables to set, and the exit code is 1', async () => {
+  const server = spawnServer({ env: withoutDatabase() })
+  assert.equal(await server.exited, 1, server.output())
+  const lines = server.output().trim().split('\n')
+  assert.equal(lines.length, 1, server.output())
+  assert.match(lines[0] ?? '', /"msg":"no database configured: set DATABASE_URL, .*PG\* variables \(this server starts no database of its own; npm start does, for development\)"/)
 })
 
 test('logs and answers never contain the database password or the bearer token', async (t) => {

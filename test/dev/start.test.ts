@@ -6,21 +6,17 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
-import { developmentDataDir, freePort, readPostmasterFile, type PostmasterFile } from '../hooks/database/embedded.js'
-import { spawnServer, waitForReadiness, type ServerProcess } from './helpers/server-process.js'
+import { developmentDataDir, readPostmasterFile, type PostmasterFile } from '../../dev/embedded-postgres.js'
+import { freePort } from '../../dev/free-port.js'
+import { spawnServer, waitForReadiness, withoutDatabase, type ServerProcess } from '../helpers/server-process.js'
 
 /**
- * `npm start` without a database configured: the server's own embedded PostgreSQL, in real processes. Each test
+ * `npm start` (dev/start.ts) without a database configured: its embedded PostgreSQL, in real processes. Each test
  * runs the server in a checkout folder of its own, so each has its own development database.
  */
 
-const root = join(import.meta.dirname, '..')
+const root = join(import.meta.dirname, '..', '..')
 const tsx = import.meta.resolve('tsx')
-
-/** Removes every database setting, as on a fresh machine, and the mark of a test run. */
-function withoutDatabase (): Record<string, undefined> {
-  return Object.fromEntries(Object.keys(process.env).filter((name) => ['DATABASE_URL', 'NODE_TEST_CONTEXT'].includes(name) || /^(PSQL_|PG)/.test(name)).map((name) => [name, undefined]))
-}
 
 /** A folder the server runs in as in a checkout; it and the server's development database are removed afterwards. */
 async function checkout (t: TestContext): Promise<string> {
@@ -32,8 +28,8 @@ async function checkout (t: TestContext): Promise<string> {
   return dir
 }
 
-/** The server started in `cwd` on a free port, without waiting for it; stopped when the test ends. */
-async function startIn (t: TestContext, cwd: string, env: Record<string, string> = {}, entry?: string): Promise<ServerProcess> {
+/** `npm start`'s entry point (of this checkout, unless given) run in `cwd` on a free port, without waiting for it; stopped when the test ends. */
+async function startIn (t: TestContext, cwd: string, env: Record<string, string> = {}, entry = 'dev/start.ts'): Promise<ServerProcess> {
   const server = spawnServer({ cwd, entry, port: await freePort(), env: { ...withoutDatabase(), ...env } })
   t.after(async () => { await server.stop() })
   return server
@@ -133,7 +129,7 @@ test('a checkout in a folder only root may enter: the server reaches ready and t
   const linked = spawnSync('cp', ['-al', join(root, 'node_modules'), join(copy, 'node_modules')])
   if (linked.status !== 0) await cp(join(root, 'node_modules'), join(copy, 'node_modules'), { recursive: true, verbatimSymlinks: true })
 
-  const server = await startIn(t, copy, {}, join(copy, 'hooks', 'server.ts'))
+  const server = await startIn(t, copy, {}, join(copy, 'dev', 'start.ts'))
   await server.logged('hook server ready')
   await waitForReadiness(server, 200, 10_000, 'up')
   server.process.kill('SIGTERM')

@@ -1,0 +1,110 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import Fastify, { type FastifyBaseLogger } from 'fastify'
+import { app, probeApp, probeServerOptions, serverOptions } from './app.js'
+import { ConfigError, loadConfig, type Config } from './config.js'
+import { needed, type Io } from './controller.js'
+import { controllers } from './controllers.js'
+import { connectionFromEnvironment, type Connection } from './database/connection.js'
+import { connectPostgres } from './database/pool.js'
+import { createProbes } from './probes.js'
+
+/** Start-up: configuration, database, listen, graceful shutdown; for the production entry point and for `npm start`. */
+
+/** What stops start-up, in one line that says what to do. */
+export class StartupError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'StartupError'
+  }
+}
+
+export const SET_A_DATABASE = 'set DATABASE_URL, the PSQL_HOST/PSQL_PORT/PSQL_DBNAME/PSQL_USER/PSQL_PASSWORD variables, or libpq\'s PG* variables'
+
+/** A database the server started for itself, stopped after the pool is closed. */
+export interface OwnDatabase {
+  connection: Connection
+  stop: () => Promise<void>
+}
+
+export interface ServeOptions {
+  /**
+   * Called when no database is configured and a controller needs one. Without it (the production entry point), that
+   * is a start-up error.
+   */
+  startDatabase?: (log: FastifyBaseLogger) => Promise<OwnDatabase>
+}
+
+function fail (message: string): never {
+  process.stderr.write(`${JSON.stringify({ level: 60, time: Date.now(), msg: message })}\n`)
+  process.exit(1)
+}
+
+export async function serve (options: ServeOptions = {}): Promise<void> {
+  let config: Config
+  let configured: Connection | undefined
+  try {
+    config = loadConfig()
+    configured = connectionFromEnvironment()
+  } catch (error) {
+    fail(error instanceof ConfigError ? error.message : String(error))
+  }
+
+  const fastify = Fastify(serverOptions(config))
+  const lifecycle = { draining: false }
+
+  // Only the I/O some controller declared: a server of composites alone needs no database at all.
+  const io: Partial<Io> = {}
+  let own: OwnDatabase | undefined
+  if (needed(controllers).has('postgres')) {
+    let connection = configured
+    if (connection === undefined) {
+      if (options.startDatabase === undefined) fail(`no database configured: ${SET_A_DATABASE} (this server starts no database of its own; npm start does, for development)`)
+      try {
+        own = await options.startDatabase(fastify.log)
+      } catch (error) {
+        fail(error instanceof StartupError ? error.message : String(error))
+      }
+      connection = own.connection
+    }
+    io.postgres = connectPostgres(connection, config.database, fastify.log)
+  }
+  const probes = createProbes({ config, io, lifecycle, log: fastify.log })
+  await fastify.register(app, { config, controllers, io, lifecycle, probes })
+  const probeServer = Fastify(probeServerOptions(fastify.log))
+  await probeServer.register(probeApp, { config, probes })
+
+  async function shutdown (signal: string): Promise<void> {
+    if (lifecycle.draining) return
+    lifecycle.draining = true
+    // Until the endpoint removal has reached every client, new connections still arrive: keep listening for a moment.
+    // SIGINT (a person at a terminal) stops without the delay.
+    const delayMs = signal === 'SIGTERM' ? config.shutdownDelayMs : 0
+    fastify.log.info({ signal, delayMs }, 'shutting down: readiness is 503, still listening for the delay, finishing in-flight hooks')
+    const deadline = setTimeout(() => {
+      fastify.log.error({ timeoutMs: config.shutdownTimeoutMs }, 'in-flight hooks did not finish within HOOKS_SHUTDOWN_TIMEOUT; exiting')
+      process.exit(1)
+    }, config.shutdownTimeoutMs)
+    await sleep(delayMs)
+    await fastify.close()
+    await probeServer.close()
+    await io.postgres?.pool.end()
+    await own?.stop()
+    clearTimeout(deadline)
+    fastify.log.info('stopped')
+    process.exit(0)
+  }
+
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => { void shutdown(signal) })
+
+  try {
+    await fastify.listen({ port: config.port, host: config.host })
+    // Listening last: the kubelet's first probe answering means the hook port is up too.
+    await probeServer.listen({ port: config.probePort, host: config.host })
+    fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description, probePort: (probeServer.server.address() as { port: number }).port }, 'hook server ready')
+  } catch (error) {
+    fastify.log.error({ err: error }, `cannot listen on ${config.host}, port ${config.port} (PORT, hooks) or ${config.probePort} (HOOKS_PROBE_PORT, probes)`)
+    await io.postgres?.pool.end()
+    await own?.stop()
+    process.exit(1)
+  }
+}
