@@ -96,15 +96,30 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
 
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.once(signal, () => { void shutdown(signal) })
 
-  try {
-    await fastify.listen({ port: config.port, host: config.host })
-    // Listening last: the kubelet's first probe answering means the hook port is up too.
-    await probeServer.listen({ port: config.probePort, host: config.host })
-    fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description, probePort: (probeServer.server.address() as { port: number }).port }, 'hook server ready')
-  } catch (error) {
-    fastify.log.error({ err: error }, `cannot listen on ${config.host}, port ${config.port} (PORT, hooks) or ${config.probePort} (HOOKS_PROBE_PORT, probes)`)
-    await io.postgres?.pool.end()
-    await own?.stop()
-    process.exit(1)
+  // The probe port last: the kubelet's first probe answering means the hook port is up too.
+  const listeners = [{ server: fastify, port: config.port, variable: 'PORT' }, { server: probeServer, port: config.probePort, variable: 'HOOKS_PROBE_PORT' }]
+  for (const { server, port, variable } of listeners) {
+    try {
+      await server.listen({ port, host: config.host })
+    } catch (error) {
+      fastify.log.fatal(cannotListen(error as NodeJS.ErrnoException, config.host, port, variable))
+      await io.postgres?.pool.end()
+      await own?.stop()
+      process.exit(1)
+    }
+  }
+  fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description, probePort: (probeServer.server.address() as { port: number }).port }, 'hook server ready')
+}
+
+/** Why a port cannot be listened on, and what to do, in one line. */
+function cannotListen (error: NodeJS.ErrnoException, host: string, port: number, variable: string): string {
+  const where = `cannot listen on ${host} port ${port} (${variable})`
+  switch (error.code) {
+    case 'EADDRINUSE': return `${where}: another process is listening there; stop it, or set ${variable} to a free port`
+    case 'EACCES': return `${where}: not permitted (ports below 1024 need privileges); set ${variable} to a port above 1023`
+    case 'EADDRNOTAVAIL': return `${where}: ${host} is not an address of this machine; set HOST to one of its addresses, or to 0.0.0.0 for all of them`
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN': return `${where}: the host name ${host} cannot be resolved; set HOST to an address of this machine, or to 0.0.0.0 for all of them`
+    default: return `${where}: ${error.message}`
   }
 }

@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
+import { createServer, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
+import { freePort } from '../dev/free-port.js'
 import { testDatabaseUrl } from './helpers/app.js'
 import { fixturePath } from './helpers/fixtures.js'
 import { spawnServer, startServer, withoutDatabase } from './helpers/server-process.js'
@@ -58,6 +60,23 @@ test('the production entry point without a database setting starts none: one lin
   assert.equal(lines.length, 1, server.output())
   assert.match(lines[0] ?? '', /"msg":"no database configured: set DATABASE_URL, .*PG\* variables \(this server starts no database of its own; npm start does, for development\)"/)
 })
+
+for (const variable of ['PORT', 'HOOKS_PROBE_PORT'] as const) {
+  test(`a port in use (${variable}): one line names the port and its variable, and the exit code is 1`, async (t) => {
+    const taken = createServer()
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+    t.after(() => { taken.close() })
+    const port = (taken.address() as AddressInfo).port
+    const ports = variable === 'PORT' ? { port, probePort: await freePort() } : { port: await freePort(), probePort: port }
+    const server = spawnServer({ ...ports, env: { DATABASE_URL: testDatabaseUrl() } })
+    assert.equal(await server.exited, 1, server.output())
+    // Before it, at most fastify's "Server listening" for the hook port, when the probe port is the one taken.
+    const lines = server.output().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>)
+    assert.deepEqual(lines.filter((line) => Number(line.level) >= 40), lines.slice(-1), server.output())
+    assert.equal(lines.at(-1)?.msg, `cannot listen on 127.0.0.1 port ${port} (${variable}): another process is listening there; stop it, or set ${variable} to a free port`)
+    assert.ok(lines.every((line) => line.err === undefined), 'no stack')
+  })
+}
 
 test('logs and answers never contain the database password or the bearer token', async (t) => {
   const password = 'pw-Zx81-never-log'
