@@ -1,8 +1,7 @@
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify'
-import type pg from 'pg'
 import type { Config } from './config.js'
 import type { Io } from './controller.js'
-import { ping } from './database/pool.js'
+import { ping, type PostgresIo } from './database/pool.js'
 import { createMetrics, type Metrics } from './metrics.js'
 
 /**
@@ -31,7 +30,7 @@ export class DatabaseHealth {
   private lastAt = Number.NEGATIVE_INFINITY
   private checking: Promise<void> | undefined
 
-  constructor (private readonly pool: pg.Pool, private readonly intervalMs: number, private readonly log: FastifyBaseLogger) {}
+  constructor (private readonly postgres: Pick<PostgresIo, 'pool' | 'description' | 'conceal'>, private readonly intervalMs: number, private readonly log: FastifyBaseLogger) {}
 
   async state (): Promise<DatabaseState> {
     if (Date.now() - this.lastAt >= this.intervalMs) {
@@ -46,14 +45,15 @@ export class DatabaseHealth {
   private async check (): Promise<void> {
     let next: DatabaseState
     try {
-      await ping(this.pool)
+      await ping(this.postgres.pool)
       next = { status: 'up', checkedAt: new Date().toISOString() }
     } catch (error) {
-      next = { status: 'down', checkedAt: new Date().toISOString(), message: (error as Error).message }
+      next = { status: 'down', checkedAt: new Date().toISOString(), message: this.postgres.conceal(String((error as Error).message)) }
     }
     if (next.status !== this.last.status) {
-      if (next.status === 'up') this.log.info('database reachable')
-      else this.log.warn({ reason: next.message }, 'database unreachable: PostgresWriter answers DatabaseUnavailable until it is back; the other controllers are unaffected')
+      const database = this.postgres.description
+      if (next.status === 'up') this.log.info({ database }, 'database reachable')
+      else this.log.warn({ database, reason: next.message }, 'database unreachable: PostgresWriter answers DatabaseUnavailable until it is back; the other controllers are unaffected')
     }
     this.last = next
     this.lastAt = Date.now()
@@ -69,8 +69,8 @@ export interface Probes {
 }
 
 export function createProbes (options: { config: Config, io: Partial<Io>, lifecycle: { draining: boolean }, log: FastifyBaseLogger }): Probes {
-  const pool = options.io.postgres?.pool
-  const database = pool === undefined ? undefined : new DatabaseHealth(pool, options.config.databaseCheckIntervalMs, options.log)
+  const { postgres } = options.io
+  const database = postgres === undefined ? undefined : new DatabaseHealth(postgres, options.config.databaseCheckIntervalMs, options.log)
   return { lifecycle: options.lifecycle, database, metrics: createMetrics(database) }
 }
 

@@ -109,6 +109,9 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
     }
   }
   fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description, probePort: (probeServer.server.address() as { port: number }).port }, 'hook server ready')
+  // Checked once now, so that a database that cannot be reached (a wrong password, a wrong host) is said at start-up,
+  // not at the first probe; a change is logged, an unchanged state is not.
+  void probes.database?.state()
 }
 
 /** Why a port cannot be listened on, and what to do, in one line. */

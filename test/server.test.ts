@@ -78,6 +78,24 @@ for (const variable of ['PORT', 'HOOKS_PROBE_PORT'] as const) {
   })
 }
 
+test('a wrong database password is logged once at start-up, with the reason and without the password; the server still starts', async (t) => {
+  const password = 'Wrong-pw-Kq17'
+  const url = new URL(testDatabaseUrl())
+  url.password = password
+  const server = await startServer({ env: { DATABASE_URL: url.href, HOOKS_DATABASE_CHECK_INTERVAL: '1' } })
+  t.after(async () => { await server.stop() })
+  await server.logged('database unreachable', 10_000)
+  // Asked again after the check interval, the database is still down: no second line.
+  for (let i = 0; i < 2; i++) {
+    await sleep(1100)
+    assert.equal((await fetch(`${server.probeUrl ?? server.url}/readyz`)).status, 200)
+  }
+  const failures = server.output().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>).filter((line) => String(line.msg).startsWith('database unreachable'))
+  assert.equal(failures.length, 1, server.output())
+  assert.match(String(failures[0]?.reason), /password authentication failed for user/)
+  assert.doesNotMatch(server.output(), new RegExp(password))
+})
+
 test('logs and answers never contain the database password or the bearer token', async (t) => {
   const password = 'pw-Zx81-never-log'
   const token = 'tok-Qq42-never-log'
