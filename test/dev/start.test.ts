@@ -4,11 +4,11 @@ import { existsSync } from 'node:fs'
 import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { test, type TestContext } from 'node:test'
+import { test } from 'node:test'
 import pg from 'pg'
 import { developmentDataDir, readPostmasterFile, type PostmasterFile } from '../../dev/embedded-postgres.js'
-import { freePort } from '../../dev/free-port.js'
-import { spawnServer, waitForReadiness, withoutDatabase, type ServerProcess } from '../helpers/server-process.js'
+import { checkout, startDevelopmentServer } from '../helpers/development-server.js'
+import { waitForReadiness, withoutDatabase } from '../helpers/server-process.js'
 
 /**
  * `npm start` (dev/start.ts) without a database configured: its embedded PostgreSQL, in real processes. Each test
@@ -17,23 +17,6 @@ import { spawnServer, waitForReadiness, withoutDatabase, type ServerProcess } fr
 
 const root = join(import.meta.dirname, '..', '..')
 const tsx = import.meta.resolve('tsx')
-
-/** A folder the server runs in as in a checkout; it and the server's development database are removed afterwards. */
-async function checkout (t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'hooks-checkout-'))
-  t.after(async () => {
-    await rm(dir, { recursive: true, force: true })
-    await rm(developmentDataDir(dir), { recursive: true, force: true })
-  })
-  return dir
-}
-
-/** `npm start`'s entry point (of this checkout, unless given) run in `cwd` on a free port, without waiting for it; stopped when the test ends. */
-async function startIn (t: TestContext, cwd: string, env: Record<string, string> = {}, entry = 'dev/start.ts'): Promise<ServerProcess> {
-  const server = spawnServer({ cwd, entry, port: await freePort(), env: { ...withoutDatabase(), ...env } })
-  t.after(async () => { await server.stop() })
-  return server
-}
 
 /** The postmaster of the development database of the server running in `cwd`. */
 function postmaster (cwd: string): PostmasterFile {
@@ -47,7 +30,7 @@ const timeout = 120_000
 
 test('SIGTERM with the embedded database: the server keeps listening for HOOKS_SHUTDOWN_DELAY, logs "stopped", exits 0 and stops PostgreSQL', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = await startIn(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1' })
+  const server = await startDevelopmentServer(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1' })
   await server.logged('hook server ready')
   const started = performance.now()
   server.process.kill('SIGTERM')
@@ -60,7 +43,7 @@ test('SIGTERM with the embedded database: the server keeps listening for HOOKS_S
 
 test('the development database is durable: it flushes the WAL at every commit, as a database whose data is kept must', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = await startIn(t, cwd)
+  const server = await startDevelopmentServer(t, cwd)
   await server.logged('hook server ready')
   const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${postmaster(cwd).port}/postgres` })
   await client.connect()
@@ -71,7 +54,7 @@ test('the development database is durable: it flushes the WAL at every commit, a
 
 test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the loss and exits 0 within a few seconds', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = await startIn(t, cwd)
+  const server = await startDevelopmentServer(t, cwd)
   await server.logged('hook server ready')
   process.kill(postmaster(cwd).pid, 'SIGKILL')
   await server.logged('the embedded PostgreSQL stopped (killed by SIGKILL)')
@@ -87,10 +70,10 @@ test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the
 
 test('a second server in the same checkout names the first one\'s pid, exits 1, and leaves the first one\'s PostgreSQL running', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const first = await startIn(t, cwd)
+  const first = await startDevelopmentServer(t, cwd)
   await first.logged('hook server ready')
 
-  const second = await startIn(t, cwd)
+  const second = await startDevelopmentServer(t, cwd)
   assert.equal(await second.exited, 1, second.output())
   const lines = second.output().trim().split('\n')
   assert.equal(lines.length, 1, second.output())
@@ -104,7 +87,7 @@ test('an embedded PostgreSQL that cannot start stops the server with one line an
   const dataDir = developmentDataDir(cwd)
   await mkdir(dataDir, { recursive: true })
   await writeFile(join(dataDir, 'PG_VERSION'), '9.6\n')
-  const server = await startIn(t, cwd)
+  const server = await startDevelopmentServer(t, cwd)
   assert.equal(await server.exited, 1, server.output())
   const lines = server.output().trim().split('\n')
   assert.equal(lines.length, 1, server.output())
@@ -129,7 +112,7 @@ test('a checkout in a folder only root may enter: the server reaches ready and t
   const linked = spawnSync('cp', ['-al', join(root, 'node_modules'), join(copy, 'node_modules')])
   if (linked.status !== 0) await cp(join(root, 'node_modules'), join(copy, 'node_modules'), { recursive: true, verbatimSymlinks: true })
 
-  const server = await startIn(t, copy, {}, join(copy, 'dev', 'start.ts'))
+  const server = await startDevelopmentServer(t, copy, {}, join(copy, 'dev', 'start.ts'))
   await server.logged('hook server ready')
   await waitForReadiness(server, 200, 10_000, 'up')
   server.process.kill('SIGTERM')
