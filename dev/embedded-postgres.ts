@@ -78,7 +78,8 @@ export function developmentDataDir (checkout = process.cwd()): string {
 export async function startEmbeddedPostgres (options: EmbeddedOptions): Promise<EmbeddedPostgres> {
   const dataDir = resolve(options.dataDir)
   // First, and outside the clean-up below: a data directory in use is someone else's.
-  await stopLeftoverPostmaster(dataDir, options.onLog ?? (() => {}))
+  await stopLeftoverPostmaster(dataDir, options.onLog ?? (() => {}), (owner, port) =>
+    `the PostgreSQL in ${dataDir} belongs to the hook server with pid ${owner}, which is still running: stop that one first, or share its database by starting this one with DATABASE_URL=postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`)
   try {
     const runAs = runningAsRoot() ? postgresUser() : undefined
     const bin = await binaries(runAs)
@@ -91,6 +92,18 @@ export async function startEmbeddedPostgres (options: EmbeddedOptions): Promise<
     if (error instanceof EmbeddedPostgresError) throw error
     throw new EmbeddedPostgresError(oneLine((error as Error).message))
   }
+}
+
+/**
+ * Removes the database in `dataDir`, stopping first a PostgreSQL left running there by a server that is gone; one whose
+ * server still runs is that server's, and is reported instead. False when there was nothing to remove.
+ */
+export async function removeDatabase (dataDir: string, onLog: (line: string) => void = () => {}): Promise<boolean> {
+  await stopLeftoverPostmaster(resolve(dataDir), onLog, (owner) =>
+    `the database in ${resolve(dataDir)} is in use by the hook server with pid ${owner}: stop that server (Ctrl-C where it runs), then run this again`)
+  if (!existsSync(dataDir)) return false
+  await rm(dataDir, { recursive: true, force: true })
+  return true
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -246,12 +259,12 @@ function liveOwner (dataDir: string): number | undefined {
  * server still runs is that server's: stopping it would break that server, and sharing it would tie this one's
  * database to that one's lifetime; so it is reported instead.
  */
-async function stopLeftoverPostmaster (dataDir: string, onLog: (line: string) => void): Promise<void> {
+async function stopLeftoverPostmaster (dataDir: string, onLog: (line: string) => void, inUse: (owner: number, port: number) => string): Promise<void> {
   const postmaster = readPostmasterFile(dataDir)
   if (postmaster === undefined || !worksIn(postmaster.pid, dataDir)) return
   const owner = liveOwner(dataDir)
   if (owner !== undefined) {
-    throw new EmbeddedPostgresError(`the PostgreSQL in ${dataDir} belongs to the hook server with pid ${owner}, which is still running: stop that one first, or share its database by starting this one with DATABASE_URL=postgres://${USER}:${PASSWORD}@127.0.0.1:${postmaster.port}/postgres`)
+    throw new EmbeddedPostgresError(inUse(owner, postmaster.port))
   }
   onLog(`stopping PostgreSQL (pid ${postmaster.pid}) left running on ${dataDir} by a run that is gone`)
   try {
