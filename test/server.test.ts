@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { freePort } from '../dev/free-port.js'
-import { testDatabaseUrl } from './helpers/app.js'
+import { testDatabaseUrl } from './helpers/database-url.js'
 import { fixturePath } from './helpers/fixtures.js'
 import { spawnServer, startServer, withoutDatabase } from './helpers/server-process.js'
 

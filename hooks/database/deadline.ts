@@ -1,6 +1,6 @@
-import { connect } from 'node:net'
 import type pg from 'pg'
 import type { PostgresIo } from './pool.js'
+import { cancelRunningStatement } from './pg-internals.js'
 import { mustDiscard } from './statements.js'
 
 /**
@@ -19,7 +19,8 @@ export class DeadlineExceeded extends Error {
 /**
  * Runs `work` on one pooled connection, within `io.deadlineMs` of now (waiting for a connection included). At the
  * deadline, the statement running is cancelled in PostgreSQL (a client that only stopped waiting would leave it
- * running, holding its locks), the connection is discarded, which rolls back its transaction, and DeadlineExceeded
+ * running, holding its locks; a cancel that does not arrive leaves it to the pool's statement_timeout, which the
+ * deadline bounds), the connection is discarded, which rolls back its transaction, and DeadlineExceeded
  * is thrown. A connection whose work failed is discarded too: its session may be in any state; so is one whose prepared
  * statements failed (database/statements.ts).
  */
@@ -54,25 +55,4 @@ export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadline
   } finally {
     clearTimeout(timer)
   }
-}
-
-interface BackendKey { processID: number | null, secretKey: number | null, host: string, port: number }
-
-/**
- * Sends PostgreSQL's CancelRequest for the statement `db`'s backend is running, on a connection of its own (which
- * needs neither a login nor a free connection slot), as libpq's PQcancel does. Best effort: when it cannot arrive,
- * the statement still ends at the pool's statement_timeout, which the deadline bounds.
- */
-function cancelRunningStatement (db: pg.PoolClient): void {
-  const { processID, secretKey, host, port } = db as unknown as BackendKey
-  if (processID === null || secretKey === null) return
-  const request = Buffer.alloc(16)
-  request.writeInt32BE(16, 0)
-  request.writeInt32BE(80877102, 4) // the CancelRequest code
-  request.writeInt32BE(processID, 8)
-  request.writeInt32BE(secretKey, 12)
-  const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
-  socket.setTimeout(2000, () => socket.destroy())
-  socket.on('error', () => {})
-  socket.on('connect', () => { socket.end(request) })
 }

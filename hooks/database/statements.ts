@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import pg from 'pg'
-import type { Statement, Value } from './batch.js'
+import type { Statement, Value } from './pg-internals.js'
 
 /**
  * Named prepared statements (PG_PREPARED_STATEMENTS). A statement sent with a name is parsed and planned by

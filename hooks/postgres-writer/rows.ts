@@ -1,5 +1,5 @@
 import pg from 'pg'
-import { runBatch, type StatementResult, type Value } from '../database/batch.js'
+import { runBatch, type StatementResult, type Value } from '../database/pg-internals.js'
 import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
 import type { PostgresIo } from '../database/pool.js'
 import { markBroken, mustDiscard, preparedStatementFailed, remembered, statement } from '../database/statements.js'
@@ -257,7 +257,7 @@ export class RowStore {
   }
 
   /**
-   * Runs `queries` in one round trip, as one transaction (database/batch.ts), named when PG_PREPARED_STATEMENTS allows
+   * Runs `queries` in one round trip, as one transaction (database/pg-internals.ts), named when PG_PREPARED_STATEMENTS allows
    * (database/statements.ts).
    */
   private async batch (db: pg.PoolClient, queries: readonly Query[]): Promise<Array<StatementResult<pg.QueryResultRow>>> {

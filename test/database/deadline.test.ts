@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { DeadlineExceeded, withinDeadline } from '../../hooks/database/deadline.js'
-import { testDatabaseUrl } from '../helpers/app.js'
+import { testDatabaseUrl } from '../helpers/database-url.js'
 
 const APPLICATION = 'deadline-test'
 

@@ -8,6 +8,7 @@ import { needed, type Controller, type Io } from '../../hooks/controller.js'
 import { controllers as allControllers } from '../../hooks/controllers.js'
 import { connectionFromUrl } from '../../hooks/database/connection.js'
 import { connectPostgres } from '../../hooks/database/pool.js'
+import { testDatabaseUrl } from './database-url.js'
 
 /** The fixed clock of every test: new conditions are stamped with it. */
 export const NOW = new Date('2026-11-22T12:00:00Z')
@@ -29,12 +30,6 @@ export interface BuildOptions {
   controllers?: readonly Controller[]
   /** The time stamped on new conditions. Default: NOW. */
   clock?: () => Date
-}
-
-export function testDatabaseUrl (): string {
-  const url = process.env.DATABASE_URL
-  if (url === undefined || url === '') throw new Error('DATABASE_URL is not set: run the tests with `npm test`, which starts a PostgreSQL')
-  return url
 }
 
 /**

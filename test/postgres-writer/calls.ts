@@ -1,5 +1,6 @@
 import pg from 'pg'
-import { testDatabaseUrl, type TestApp } from '../helpers/app.js'
+import { type TestApp } from '../helpers/app.js'
+import { testDatabaseUrl } from '../helpers/database-url.js'
 import { fixture } from '../helpers/fixtures.js'
 
 /** PostgresWriter hook calls through `app.inject()`, and the rows they leave, for the PostgresWriter unit tests. */

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { build, testDatabaseUrl, type TestApp } from '../helpers/app.js'
+import { build, type TestApp } from '../helpers/app.js'
+import { testDatabaseUrl } from '../helpers/database-url.js'
 import { admin, callHook, messageOf, readyOf, request, rows } from './calls.js'
 
 /**

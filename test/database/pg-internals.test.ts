@@ -3,12 +3,13 @@ import { randomBytes } from 'node:crypto'
 import { after, test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { runBatch } from '../../hooks/database/batch.js'
-import { testDatabaseUrl } from '../helpers/app.js'
+import { cancelRunningStatement, runBatch } from '../../hooks/database/pg-internals.js'
+import { testDatabaseUrl } from '../helpers/database-url.js'
 
 /**
- * Statements sent together with one Sync (hooks/database/batch.ts), on a real PostgreSQL: one answer, one implicit
- * transaction, and a snapshot per statement.
+ * The contract of hooks/database/pg-internals.ts, what it takes from pg beyond pg's documentation, on a real
+ * PostgreSQL. `npm run test:newest-pg` runs this file against the newest pg 8.x too: it imports nothing but pg and that
+ * module, so that it runs in a copy with only those installed.
  */
 
 async function client (t: TestContext): Promise<pg.Client> {
@@ -28,6 +29,38 @@ async function scratchTable (t: TestContext): Promise<string> {
   t.after(async () => { await admin.query(`DROP TABLE IF EXISTS ${table}`) })
   return table
 }
+
+/** A submittable that only keeps the Connection pg gives it, then answers nothing: for looking at the Connection. */
+async function pgConnection (db: pg.Client): Promise<Record<string, unknown>> {
+  return await new Promise((resolve) => {
+    const probe = {
+      submit: (connection: unknown) => {
+        resolve(connection as Record<string, unknown>);
+        (connection as { sync: () => void }).sync()
+      },
+      handleReadyForQuery: () => {},
+      handleError: () => {}
+    }
+    void db.query(probe as unknown as pg.Submittable)
+  })
+}
+
+test('pg still has what pg-internals.ts takes from it: the Connection a submittable gets, and the backend key', async (t) => {
+  const db = await client(t)
+  const connection = await pgConnection(db)
+  for (const method of ['parse', 'bind', 'describe', 'execute', 'sync', 'sendCopyFail', 'on', 'off']) {
+    assert.equal(typeof connection[method], 'function', `pg's Connection has no ${method}(): the batch writes its messages with it (hooks/database/pg-internals.ts)`)
+  }
+  const stream = connection.stream as Record<string, unknown> | undefined
+  assert.equal(typeof stream?.cork, 'function', 'pg\'s Connection has no stream.cork(): the batch writes its messages in one go with it')
+  assert.equal(typeof stream?.uncork, 'function', 'pg\'s Connection has no stream.uncork()')
+  const key = db as unknown as Record<string, unknown>
+  const { rows: [backend] } = await db.query('SELECT pg_backend_pid() AS pid')
+  assert.equal(key.processID, backend.pid, 'a connected pg Client no longer holds its backend\'s process id in processID: the deadline\'s cancel sends it')
+  assert.ok(Number.isInteger(key.secretKey), `a connected pg Client no longer holds the backend's secret key as a 32-bit integer in secretKey (it holds ${typeof key.secretKey}): the deadline's cancel sends it`)
+  const url = new URL(testDatabaseUrl())
+  assert.deepEqual([key.host, key.port], [url.hostname, Number(url.port)], 'a pg Client no longer holds the server it reached in host and port: the deadline\'s cancel connects there')
+})
 
 test('the statements run in order, each with its rows, and PostgreSQL answers them all with one ReadyForQuery', async (t) => {
   const db = await client(t)
@@ -89,7 +122,7 @@ test('a statement after pg_advisory_xact_lock sees what was committed while it w
   assert.equal(free.rows[0].free, true, 'the lock was released at the end of the batch')
 })
 
-test('a named statement is parsed once per connection, also when pg\'s own queries use the same name', async (t) => {
+test('a named statement is parsed once per connection: each ParseComplete marks one Parse as done', async (t) => {
   const db = await client(t)
   const name = `batch_test_${randomBytes(4).toString('hex')}`
   const text = 'SELECT $1::int + 1 AS next'
@@ -99,7 +132,6 @@ test('a named statement is parsed once per connection, also when pg\'s own queri
     assert.deepEqual(result?.rows, [{ next: i + 1 }])
   }
   assert.equal(await prepared(), 1)
-  assert.deepEqual((await db.query({ name, text, values: [41] })).rows, [{ next: 42 }], 'pg knows the statement as parsed')
 
   // A statement whose Parse fails is not taken for parsed: the next batch parses it again.
   const broken = `${name}_broken`
@@ -117,4 +149,15 @@ test('a named statement after an unnamed one that fails is not taken for parsed:
   await assert.rejects(runBatch(db, [{ text: 'SELECT 1 / $1::int', values: [0] }, { text, values: [1], name }]),
     (error: unknown) => error instanceof pg.DatabaseError && error.code === '22012')
   assert.deepEqual((await runBatch(db, [{ text, values: [21], name }]))[0]?.rows, [{ twice: 42 }])
+})
+
+test('cancelRunningStatement cancels the statement the backend runs, from a connection of its own', async (t) => {
+  const db = await client(t)
+  const started = performance.now()
+  const sleeping = db.query('SELECT pg_sleep(30)')
+  await sleep(200)
+  cancelRunningStatement(db)
+  await assert.rejects(sleeping, (error: unknown) => error instanceof pg.DatabaseError && error.code === '57014')
+  assert.ok(performance.now() - started < 10_000, `cancelled after ${Math.round(performance.now() - started)} ms`)
+  assert.equal((await db.query('SELECT 1 AS one')).rows[0].one, 1, 'the connection is usable')
 })

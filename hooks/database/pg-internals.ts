@@ -1,0 +1,212 @@
+import { connect } from 'node:net'
+import pg from 'pg'
+
+/**
+ * Everything this server takes from pg beyond its documented API, in one place; the rest of the code uses only what
+ * pg documents. test/database/pg-internals.test.ts checks this contract against the pinned pg, and
+ * `npm run test:newest-pg` against the newest pg 8.x the registry serves, so that an upgrade that breaks it fails
+ * there, naming what changed.
+ *
+ * The contract:
+ * - `client.query(submittable)` calls `submit(connection)` with the client's Connection, which writes protocol
+ *   messages with `parse({ name, text, types }, false)`, `bind({ statement, values }, false)`,
+ *   `describe({ type: 'P', name: '' }, false)`, `execute({ portal: '' }, false)` and `sync()`, and has a `stream`
+ *   with `cork()` and `uncork()`;
+ * - the Connection emits `parseComplete` for each ParseComplete message;
+ * - the client calls the submittable's `handleRowDescription({ fields: [{ name, dataTypeID }] })`,
+ *   `handleDataRow({ fields: [text | null] })`, `handleCommandComplete({ text })` (the command tag),
+ *   `handleEmptyQuery()`, `handleError(error)`, `handleReadyForQuery()`, and `handleCopyInResponse(connection)`, on
+ *   which the Connection's `sendCopyFail(message)` ends the copy;
+ * - a connected client has the BackendKeyData in `processID` and `secretKey` (32-bit integers), and the server it
+ *   reached in `host` and `port`.
+ */
+
+export type Value = string | number | null | readonly string[]
+
+export interface Statement {
+  text: string
+  values?: readonly Value[]
+  /** A named prepared statement: parsed once per connection, bound and executed by every later use. */
+  name?: string
+}
+
+export interface StatementResult<R> {
+  rows: R[]
+  /** From the command tag: rows inserted, updated, deleted or selected. */
+  rowCount: number
+}
+
+/** The part of pg's Connection that a batch writes with, and the event it listens to. */
+interface Connection {
+  stream: { cork: () => void, uncork: () => void }
+  parse: (query: { name: string, text: string, types: [] }, more: boolean) => void
+  bind: (config: { statement: string, values: Array<string | null> }, more: boolean) => void
+  describe: (message: { type: 'P', name: string }, more: boolean) => void
+  execute: (config: { portal: string }, more: boolean) => void
+  sync: () => void
+  sendCopyFail: (message: string) => void
+  on: (event: 'parseComplete', listener: () => void) => void
+  off: (event: 'parseComplete', listener: () => void) => void
+}
+
+interface Field { name: string, dataTypeID: number }
+
+const parsers = new Map<number, (text: string) => unknown>()
+function parserOf (oid: number): (text: string) => unknown {
+  let parse = parsers.get(oid)
+  if (parse === undefined) parsers.set(oid, parse = pg.types.getTypeParser(oid, 'text') as (text: string) => unknown)
+  return parse
+}
+
+/** A parameter as PostgreSQL's text format has it: an array as an array literal. */
+function parameter (value: Value): string | null {
+  if (value === null || typeof value === 'string') return value
+  if (typeof value === 'number') return String(value)
+  return `{${value.map((item) => `"${item.replace(/["\\]/g, '\\$&')}"`).join(',')}}`
+}
+
+/**
+ * The named statements each client has parsed on its connection, with their texts (PostgreSQL keeps them until the
+ * connection ends). Only batches name statements, so this is all that is parsed under these names.
+ */
+const parsedBy = new WeakMap<pg.ClientBase, Map<string, string>>()
+
+/**
+ * Several statements sent in one write and answered in one go, with one Sync at the end (the extended query protocol's
+ * pipelining: https://www.postgresql.org/docs/current/protocol-flow.html#PROTOCOL-FLOW-PIPELINING). PostgreSQL runs
+ * them in order; outside BEGIN … COMMIT they form one implicit transaction, committed at the Sync, and the first error
+ * skips the rest and rolls that transaction back. In READ COMMITTED each statement takes its own snapshot when it
+ * starts, after the statements before it finished: a statement after `pg_advisory_xact_lock` sees what was committed
+ * while it waited for the lock, as in an explicit transaction.
+ *
+ * pg's own queries end each statement with a Sync of its own, and its pipeline mode (which refuses a submittable
+ * other than its own Query) does too: `BEGIN`, lock, statement, `COMMIT` are then four answers and four transaction
+ * boundaries, which cost the database and this process more CPU per call than one batch.
+ */
+class StatementBatch implements pg.Submittable {
+  private readonly results: Array<StatementResult<pg.QueryResultRow>> = []
+  private fields: Field[] = []
+  private rows: pg.QueryResultRow[] = []
+  /**
+   * Every Parse this batch sent, in order, unnamed ones ('') included: PostgreSQL answers each with a ParseComplete,
+   * which confirms the first one left, and skips those after an error.
+   */
+  private readonly parsing: Array<{ name: string, text: string }> = []
+  private connection: Connection | undefined
+
+  constructor (
+    private readonly statements: readonly Statement[],
+    private readonly parsed: Map<string, string>,
+    private readonly settle: (error: Error | undefined, results: Array<StatementResult<pg.QueryResultRow>>) => void
+  ) {}
+
+  submit (pgConnection: pg.Connection): void {
+    const connection = this.connection = pgConnection as unknown as Connection
+    connection.stream.cork()
+    try {
+      for (const { text, values = [], name = '' } of this.statements) {
+        if (name === '' || (!this.parsed.has(name) && !this.parsing.some((parse) => parse.name === name))) {
+          connection.parse({ name, text, types: [] }, false)
+          this.parsing.push({ name, text })
+        }
+        connection.bind({ statement: name, values: values.map(parameter) }, false)
+        connection.describe({ type: 'P', name: '' }, false)
+        connection.execute({ portal: '' }, false)
+      }
+      connection.sync()
+    } finally {
+      connection.stream.uncork()
+    }
+    if (this.parsing.some((parse) => parse.name !== '')) connection.on('parseComplete', this.parseCompleted)
+  }
+
+  private readonly parseCompleted = (): void => {
+    const parse = this.parsing.shift()
+    if (parse !== undefined && parse.name !== '') this.parsed.set(parse.name, parse.text)
+  }
+
+  private done (): void {
+    this.connection?.off('parseComplete', this.parseCompleted)
+  }
+
+  handleRowDescription (message: { fields: Field[] }): void {
+    this.fields = message.fields
+  }
+
+  handleDataRow (message: { fields: Array<string | null> }): void {
+    const row: pg.QueryResultRow = {}
+    for (let i = 0; i < this.fields.length; i++) {
+      const { name, dataTypeID } = this.fields[i] as Field
+      const text = message.fields[i]
+      row[name] = text === null || text === undefined ? null : parserOf(dataTypeID)(text)
+    }
+    this.rows.push(row)
+  }
+
+  handleCommandComplete (message: { text: string }): void {
+    const count = Number(message.text.slice(message.text.lastIndexOf(' ') + 1))
+    this.results.push({ rows: this.rows, rowCount: Number.isInteger(count) ? count : 0 })
+    this.fields = []
+    this.rows = []
+  }
+
+  handleEmptyQuery (): void {
+    this.results.push({ rows: [], rowCount: 0 })
+  }
+
+  handleError (error: Error): void {
+    this.done()
+    this.settle(error, this.results)
+  }
+
+  handleReadyForQuery (): void {
+    this.done()
+    this.settle(undefined, this.results)
+  }
+
+  handlePortalSuspended (): void {}
+
+  handleCopyInResponse (connection: pg.Connection): void {
+    (connection as unknown as Connection).sendCopyFail('no COPY data in a batch')
+  }
+
+  handleCopyData (): void {}
+}
+
+/**
+ * Runs `statements` on `db` in one round trip, as one implicit transaction unless they are inside BEGIN … COMMIT, and
+ * resolves with each one's rows; rejects with the first error, after which PostgreSQL ran none of the rest.
+ */
+export async function runBatch (db: pg.ClientBase, statements: readonly Statement[]): Promise<Array<StatementResult<pg.QueryResultRow>>> {
+  const parsed = parsedOn(db)
+  return await new Promise((resolve, reject) => {
+    db.query(new StatementBatch(statements, parsed, (error, results) => { if (error === undefined) resolve(results); else reject(error) }))
+  })
+}
+
+function parsedOn (db: pg.ClientBase): Map<string, string> {
+  let parsed = parsedBy.get(db)
+  if (parsed === undefined) parsedBy.set(db, (parsed = new Map()))
+  return parsed
+}
+
+interface BackendKey { processID: number | null, secretKey: number | null, host: string, port: number }
+
+/**
+ * Sends PostgreSQL's CancelRequest for the statement `db`'s backend is running, on a connection of its own (which
+ * needs neither a login nor a free connection slot), as libpq's PQcancel does. Best effort: nothing says whether it
+ * arrived.
+ */
+export function cancelRunningStatement (db: pg.ClientBase): void {
+  const { processID, secretKey, host, port } = db as unknown as BackendKey
+  if (processID === null || secretKey === null) return
+  const request = Buffer.alloc(16)
+  request.writeInt32BE(16, 0)
+  request.writeInt32BE(80877102, 4) // the CancelRequest code
+  request.writeInt32BE(processID, 8)
+  request.writeInt32BE(secretKey, 12)
+  const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
+  socket.setTimeout(2000, () => socket.destroy())
+  socket.on('error', () => {})
+  socket.on('connect', () => { socket.end(request) })
+}
