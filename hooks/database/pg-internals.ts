@@ -16,7 +16,7 @@ import pg from 'pg'
  * - the client calls the submittable's `handleRowDescription({ fields: [{ name, dataTypeID }] })`,
  *   `handleDataRow({ fields: [text | null] })`, `handleCommandComplete({ text })` (the command tag),
  *   `handleEmptyQuery()`, `handleError(error)`, `handleReadyForQuery()`, and `handleCopyInResponse(connection)`, on
- *   which the Connection's `sendCopyFail(message)` ends the copy;
+ *   which the Connection's `sendCopyFail(message)` and `sync()` end the copy;
  * - a connected client has the BackendKeyData in `processID` and `secretKey` (32-bit integers), and the server it
  *   reached in `host` and `port`.
  */
@@ -166,8 +166,12 @@ class StatementBatch implements pg.Submittable {
 
   handlePortalSuspended (): void {}
 
-  handleCopyInResponse (connection: pg.Connection): void {
-    (connection as unknown as Connection).sendCopyFail('no COPY data in a batch')
+  handleCopyInResponse (pgConnection: pg.Connection): void {
+    // PostgreSQL ignores a Sync that arrives during COPY FROM STDIN (the batch's own came before it), and answers the
+    // CopyFail's error only at the next one.
+    const connection = pgConnection as unknown as Connection
+    connection.sendCopyFail('no COPY data in a batch')
+    connection.sync()
   }
 
   handleCopyData (): void {}

@@ -151,6 +151,14 @@ test('a named statement after an unnamed one that fails is not taken for parsed:
   assert.deepEqual((await runBatch(db, [{ text, values: [21], name }]))[0]?.rows, [{ twice: 42 }])
 })
 
+test('an empty statement has an empty result, and COPY FROM STDIN is refused with the batch\'s own message', async (t) => {
+  const db = await client(t)
+  const table = await scratchTable(t)
+  assert.deepEqual(await runBatch(db, [{ text: '' }, { text: 'SELECT 1 AS one' }]), [{ rows: [], rowCount: 0 }, { rows: [{ one: 1 }], rowCount: 1 }])
+  await assert.rejects(runBatch(db, [{ text: `COPY ${table} FROM STDIN` }]), /no COPY data in a batch/)
+  assert.equal((await db.query('SELECT 1 AS one')).rows[0].one, 1, 'the connection is usable')
+})
+
 test('cancelRunningStatement cancels the statement the backend runs, from a connection of its own', async (t) => {
   const db = await client(t)
   const started = performance.now()
