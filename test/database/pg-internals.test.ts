@@ -92,7 +92,8 @@ test('outside BEGIN the batch is one transaction: a failing statement rolls back
   ]), (error: unknown) => error instanceof pg.DatabaseError && error.code === '22012')
   assert.deepEqual((await db.query(`SELECT v FROM ${table}`)).rows, [])
   assert.equal((await db.query('SELECT 1 AS one')).rows[0].one, 1, 'the connection is usable, with no transaction left open')
-  assert.equal(db.getTransactionStatus(), 'I')
+  const { rows: [own] } = await db.query('SELECT xact_start = query_start AS fresh FROM pg_stat_activity WHERE pid = pg_backend_pid()')
+  assert.equal(own.fresh, true, 'no transaction was left open: the next statement began one of its own')
 })
 
 test('a statement after pg_advisory_xact_lock sees what was committed while it waited, and the lock ends with the batch', async (t) => {
