@@ -92,7 +92,7 @@ export function servedHooks (controller: Controller): Hooks<any, CompositeRespon
       try {
         return await run(request, context)
       } catch (error) {
-        if (error instanceof InvalidSpecError) return answer(hook, request, context, error)
+        if (error instanceof InvalidSpecError) return answer(hook === 'finalize', request, context, error)
         throw error
       }
     }

@@ -1,6 +1,5 @@
-import type { HookContext, HookName } from './controller.js'
 import { HookError, type InvalidSpecError } from './errors.js'
-import { parentStatus } from './parent.js'
+import { parentStatus, type ParentOf } from './parent.js'
 import { unchangingAnswer, type Stamp } from './wire/last-applied.js'
 import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse, KubernetesObject, ObjectMap } from './wire/schemas.js'
 
@@ -18,7 +17,11 @@ const LISTED_CHILDREN = 3
 
 const DECORATOR_ANNOTATION = 'metacontroller.k8s.io/decorator-controller'
 
-type Context = HookContext<any, any>
+/** What an answer needs of the hook's context: the parent, and the time to stamp a changed condition with. */
+interface Context {
+  now: string
+  parent: ParentOf<any>
+}
 
 function field (object: unknown, name: string): unknown {
   return typeof object === 'object' && object !== null ? (object as Record<string, unknown>)[name] : undefined
@@ -65,12 +68,12 @@ function invalidSpecStatus ({ parent, now }: Context, error: InvalidSpecError): 
   return parentStatus(parent, now, parent.status, { ready: false, reason: 'InvalidSpec', message: error.message })
 }
 
-export function compositeInvalidSpecAnswer (hook: HookName, request: CompositeRequest, context: Context, error: InvalidSpecError): CompositeResponse {
+export function compositeInvalidSpecAnswer (finalizing: boolean, request: CompositeRequest, context: Context, error: InvalidSpecError): CompositeResponse {
   const children = keptChildren(request.children, compositeStamp(request, context), error)
-  return { status: invalidSpecStatus(context, error), children, ...(hook === 'finalize' ? { finalized: false } : {}) }
+  return { status: invalidSpecStatus(context, error), children, ...(finalizing ? { finalized: false } : {}) }
 }
 
-export function decoratorInvalidSpecAnswer (hook: HookName, request: DecoratorRequest, context: Context, error: InvalidSpecError): DecoratorResponse {
+export function decoratorInvalidSpecAnswer (finalizing: boolean, request: DecoratorRequest, context: Context, error: InvalidSpecError): DecoratorResponse {
   const attachments = keptChildren(request.attachments, decoratorStamp(request, context), error)
-  return { status: invalidSpecStatus(context, error), attachments, ...(hook === 'finalize' ? { finalized: false } : {}) }
+  return { status: invalidSpecStatus(context, error), attachments, ...(finalizing ? { finalized: false } : {}) }
 }
