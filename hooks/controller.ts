@@ -10,12 +10,6 @@ import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorRe
  * manifests, the render tool and the e2e install are all derived from it.
  */
 
-/**
- * How long Metacontroller waits for a hook's answer, as every generated controller sets it (`webhook.timeout`). A hook
- * that answers later is retried with backoff, while its first call may still be running.
- */
-export const WEBHOOK_TIMEOUT_SECONDS = 10
-
 /** Every kind of I/O a controller can declare in `needs`; a hook's context holds exactly the ones its controller declared. */
 export interface Io {
   postgres: PostgresIo

@@ -4,7 +4,7 @@ import { app, probeApp, probeServerOptions, serverOptions } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
 import { needed, type Io } from './controller.js'
 import { controllers } from './controllers.js'
-import { connectionFromEnvironment, type Connection } from './database/connection.js'
+import type { Connection } from './database/connection.js'
 import { connectPostgres } from './database/pool.js'
 import { createProbes } from './probes.js'
 
@@ -41,10 +41,8 @@ function fail (message: string): never {
 
 export async function serve (options: ServeOptions = {}): Promise<void> {
   let config: Config
-  let configured: Connection | undefined
   try {
     config = loadConfig()
-    configured = connectionFromEnvironment()
   } catch (error) {
     fail(error instanceof ConfigError ? error.message : String(error))
   }
@@ -56,7 +54,7 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
   const io: Partial<Io> = {}
   let own: OwnDatabase | undefined
   if (needed(controllers).has('postgres')) {
-    let connection = configured
+    let connection = config.database.connection
     if (connection === undefined) {
       if (options.startDatabase === undefined) fail(`no database configured: ${SET_A_DATABASE} (this server starts no database of its own; npm start does, for development)`)
       try {

@@ -1,6 +1,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import { stringify } from 'yaml'
-import { hookNames, WEBHOOK_TIMEOUT_SECONDS, type Controller, type HookName } from '../hooks/controller.js'
+import { hookNames, type Controller, type HookName } from '../hooks/controller.js'
+import { WEBHOOK_TIMEOUT_SECONDS } from '../hooks/wire/webhook.js'
 import { celString, type ApplyRule, type CustomResource } from '../hooks/custom-resource.js'
 import { answersFromRequestAlone } from '../hooks/etag.js'
 

@@ -61,3 +61,17 @@ test('the probe port must differ from the hook port', () => {
   assert.throws(() => loadConfig({ PORT: '9000', HOOKS_PROBE_PORT: '9000' }), /HOOKS_PROBE_PORT=9000 is PORT too/)
   assert.equal(loadConfig({ PORT: '0', HOOKS_PROBE_PORT: '0' }).probePort, 0, 'two ports the system picks are two ports')
 })
+
+test('the database settings are checked with the rest, and reported together with them', () => {
+  assert.throws(() => loadConfig({ PORT: 'eighty', DATABASE_URL: 'mysql://app@db/hooks' }), (error: unknown) => {
+    assert.ok(error instanceof ConfigError)
+    assert.deepEqual(error.problems, ["PORT='eighty': expected a whole number from 0 to 65535", 'DATABASE_URL: scheme mysql: is not postgres: or postgresql:'])
+    return true
+  })
+  assert.throws(() => loadConfig({ PSQL_HOST: 'db', PSQL_PORT: 'abc', LOG_LEVEL: 'loud' }), (error: unknown) => {
+    assert.ok(error instanceof ConfigError)
+    assert.deepEqual(error.problems, ["LOG_LEVEL='loud': expected one of fatal, error, warn, info, debug, trace, silent", "PSQL_PORT='abc': expected a whole number from 1 to 65535"])
+    return true
+  })
+  assert.equal(loadConfig({ PSQL_HOST: 'db', PSQL_PORT: ' 5433 ' }).database.connection?.description, 'postgres://postgres@db:5433/postgres (PSQL_* variables)')
+})

@@ -1,5 +1,5 @@
 import type { ClientConfig } from 'pg'
-import { ConfigError, type Environment } from '../config.js'
+import { ConfigError, type Settings } from '../config-schema.js'
 
 export interface Connection {
   /** What pg gets; empty when pg reads libpq's PG* variables itself. */
@@ -13,42 +13,36 @@ export interface Connection {
   conceal: (text: string) => string
 }
 
-const LIBPQ_VARIABLES = ['PGHOST', 'PGHOSTADDR', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGSERVICE']
-const PSQL_VARIABLES = ['PSQL_HOST', 'PSQL_PORT', 'PSQL_DBNAME', 'PSQL_USER', 'PSQL_PASSWORD']
 /** libpq's other connection-string form, `host=db port=5432 password=…`: a first word followed by `=`. */
 const KEY_VALUE = /^\s*[a-z_]+\s*=/
 
-const set = (env: Environment, name: string): boolean => (env[name] ?? '').trim() !== ''
+/** What pg takes from libpq's variables for what a URL leaves out. */
+type LibpqSettings = Pick<Settings, 'PGHOST' | 'PGPORT' | 'PGDATABASE' | 'PGUSER' | 'PGPASSWORD'>
 
 /**
- * The database settings, first match wins: DATABASE_URL; the original operator's PSQL_* variables;
- * libpq's PG* variables. Undefined when none is set.
+ * The database settings, first match wins: DATABASE_URL; the original operator's PSQL_* variables; libpq's PG*
+ * variables. Undefined when none is set.
  */
-export function connectionFromEnvironment (env: Environment = process.env): Connection | undefined {
+export function connectionFromSettings (settings: Settings): Connection | undefined {
   // pg falls back to PGPASSWORD whenever the settings it is given hold no password.
-  const fallbackPassword = env.PGPASSWORD
-  const url = env.DATABASE_URL?.trim()
-  if (url !== undefined && url !== '') return connectionFromUrl(url, 'DATABASE_URL', env)
+  const fallbackPassword = settings.PGPASSWORD
+  if (settings.DATABASE_URL !== undefined) return connectionFromUrl(settings.DATABASE_URL, 'DATABASE_URL', settings)
 
-  if (PSQL_VARIABLES.some((name) => set(env, name))) {
-    const port = Number(env.PSQL_PORT ?? '5432')
-    if (!Number.isInteger(port) || port < 1 || port > 65535) {
-      throw new ConfigError([`PSQL_PORT=${JSON.stringify(env.PSQL_PORT)}: expected a port number from 1 to 65535`])
-    }
-    const host = env.PSQL_HOST ?? 'localhost'
-    const database = env.PSQL_DBNAME ?? 'postgres'
-    const user = env.PSQL_USER ?? 'postgres'
+  const { PSQL_HOST, PSQL_PORT, PSQL_DBNAME, PSQL_USER, PSQL_PASSWORD } = settings
+  if ([PSQL_HOST, PSQL_PORT, PSQL_DBNAME, PSQL_USER, PSQL_PASSWORD].some((value) => value !== undefined)) {
+    const [host, port, database, user] = [PSQL_HOST ?? 'localhost', PSQL_PORT ?? 5432, PSQL_DBNAME ?? 'postgres', PSQL_USER ?? 'postgres']
     return {
-      clientConfig: { host, port, database, user, password: env.PSQL_PASSWORD },
+      clientConfig: { host, port, database, user, password: PSQL_PASSWORD },
       description: `${describe({ user, host, port: String(port), database })} (PSQL_* variables)`,
-      conceal: concealer([env.PSQL_PASSWORD, fallbackPassword])
+      conceal: concealer([PSQL_PASSWORD, fallbackPassword])
     }
   }
 
-  if (LIBPQ_VARIABLES.some((name) => set(env, name))) {
+  const { PGHOST, PGPORT, PGDATABASE, PGUSER } = settings
+  if ([PGHOST, PGPORT, PGDATABASE, PGUSER, fallbackPassword].some((value) => value !== undefined)) {
     return {
       clientConfig: {},
-      description: `${describe({ user: env.PGUSER, host: env.PGHOST ?? env.PGHOSTADDR, port: env.PGPORT, database: env.PGDATABASE ?? env.PGUSER })} (PG* variables)`,
+      description: `${describe({ user: PGUSER, host: PGHOST, port: PGPORT, database: PGDATABASE ?? PGUSER })} (PG* variables)`,
       conceal: concealer([fallbackPassword])
     }
   }
@@ -56,10 +50,10 @@ export function connectionFromEnvironment (env: Environment = process.env): Conn
 }
 
 /**
- * The connection for a `postgres://` URL, from `source` (DATABASE_URL, or where else it came from). `env` gives what
+ * The connection for a `postgres://` URL, from `source` (DATABASE_URL, or where else it came from). `libpq` gives what
  * pg falls back to for what the URL leaves out.
  */
-export function connectionFromUrl (url: string, source: string, env: Environment = process.env): Connection {
+export function connectionFromUrl (url: string, source: string, libpq: LibpqSettings = process.env as LibpqSettings): Connection {
   if (KEY_VALUE.test(url)) {
     throw new ConfigError([`${source}: a key/value connection string (host=… password=…) is not supported; write it as a URL, postgres://user:password@host:5432/database, or set the PG* variables`])
   }
@@ -74,14 +68,14 @@ export function connectionFromUrl (url: string, source: string, env: Environment
   }
   const query = parsed.searchParams
   const description = describe({
-    user: decode(parsed.username) || query.get('user') || env.PGUSER,
-    host: query.get('host') ?? (decode(parsed.hostname) || env.PGHOST),
-    port: parsed.port || query.get('port') || env.PGPORT,
-    database: decode(parsed.pathname.slice(1)) || query.get('dbname') || env.PGDATABASE
+    user: decode(parsed.username) || query.get('user') || libpq.PGUSER,
+    host: query.get('host') ?? (decode(parsed.hostname) || libpq.PGHOST),
+    port: parsed.port || query.get('port') || libpq.PGPORT,
+    database: decode(parsed.pathname.slice(1)) || query.get('dbname') || libpq.PGDATABASE
   })
   // The spellings a password can take in the URL: as written (percent-encoded) and decoded.
   const written = [parsed.password, /[?&]password=([^&#]*)/.exec(url)?.[1]]
-  const passwords = [...written, ...written.map((text) => text === undefined ? undefined : decode(text)), query.get('password'), env.PGPASSWORD]
+  const passwords = [...written, ...written.map((text) => text === undefined ? undefined : decode(text)), query.get('password'), libpq.PGPASSWORD]
   return { clientConfig: { connectionString: url }, description: `${description} (${source})`, conceal: concealer(passwords) }
 }
 

@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
 import { applyRules, customResource } from '../custom-resource.js'
+import { SQL_IDENTIFIER_PATTERN } from '../database/sql-identifier.js'
 
-export const TABLE_NAME_PATTERN = '^[a-z_][a-z0-9_]{0,62}$'
+export const TABLE_NAME_PATTERN = SQL_IDENTIFIER_PATTERN
 
 /** The hook answers Ready=False/InvalidSpec for such a value (sync.ts); the API server refuses it at apply time. */
 const TEXT_COLUMN = applyRules({ rule: "!self.contains('\\u0000')", message: 'must not contain a NUL character (\\u0000): a PostgreSQL text column cannot hold one' })

@@ -1,5 +1,5 @@
 import type { PostgresPolicy } from '../config.js'
-import { isSqlIdentifier } from '../config.js'
+import { isSqlIdentifier } from '../database/sql-identifier.js'
 import { HookError, unprocessableSpec } from '../errors.js'
 import { parentStatus, type ParentMetadata, type ParentOf, type Readiness } from '../parent.js'
 import type { DecoratorResponse } from '../wire/schemas.js'

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError } from '../../hooks/config.js'
-import { connectionFromEnvironment } from '../../hooks/database/connection.js'
+import { ConfigError, loadConfig, type Environment } from '../../hooks/config.js'
+import type { Connection } from '../../hooks/database/connection.js'
+
+/** The connection the server would use with this environment. */
+const connectionFromEnvironment = (env: Environment): Connection | undefined => loadConfig(env).database.connection
 
 test('DATABASE_URL wins; the description holds its user, host, port and database alone', () => {
   const connection = connectionFromEnvironment({ DATABASE_URL: 'postgres://app:hunter2@db:5432/hooks', PSQL_HOST: 'other', PGHOST: 'third' })
