@@ -61,7 +61,7 @@ export interface CustomResourceDefinition<Spec extends TObject, StatusFields ext
   name?: NameRule
 }
 
-/** The parent custom resource: its CRD is generated from this (`npm run manifests`), and its hooks read parents with it. */
+/** The parent custom resource: its CRD is generated from this (`npm run generate`), and its hooks read parents with it. */
 export interface CustomResource<Spec extends TObject = TObject, StatusFields extends TProperties = TProperties> extends CustomResourceDefinition<Spec, StatusFields> {
   /** The status schema: the controller's fields, then the common ones. */
   statusSchema: TObject<StatusFields & typeof CommonStatusProperties>

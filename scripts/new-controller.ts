@@ -169,6 +169,6 @@ function run (done: string, args: string[], env: Record<string, string> = {}): v
   if (result.status !== 0) fail(`${result.stdout}${result.stderr}node ${args.join(' ')} failed (exit ${result.status})`)
   process.stdout.write(`${done}\n`)
 }
-run(`wrote manifests/crds/${name}.yaml, manifests/controllers/${name}.yaml and their kustomizations (npm run manifests)`, ['scripts/generate-manifests.ts'])
+run(`wrote manifests/crds/${name}.yaml, manifests/controllers/${name}.yaml and their kustomizations (npm run generate)`, ['scripts/generate.ts'])
 run(`wrote test/fixtures/${name}/first-sync.expected.json (UPDATE_GOLDEN=1)`, ['--test', `test/${name}/sync.test.ts`], { UPDATE_GOLDEN: '1' })
 process.stdout.write(`\n${kind} is served at /${name}/sync. Now make it yours: README, "Add a fifth controller", from step 2.\n`)

@@ -9,11 +9,11 @@ import { customResourceDefinition, generatedManifests } from '../../scripts/mani
 
 const root = join(import.meta.dirname, '..', '..', 'manifests')
 
-test('the committed CRDs and controllers are what `npm run manifests` generates', async () => {
+test('the committed CRDs and controllers are what `npm run generate` generates', async () => {
   const expected = generatedManifests(controllers)
   for (const [path, content] of expected) {
     const committed = await readFile(join(root, path), 'utf8').catch(() => '(missing)')
-    assert.equal(committed, content, `manifests/${path} is stale: run \`npm run manifests\` and commit the result`)
+    assert.equal(committed, content, `manifests/${path} is stale: run \`npm run generate\` and commit the result`)
   }
   for (const folder of ['crds', 'controllers']) {
     for (const entry of await readdir(join(root, folder))) {
