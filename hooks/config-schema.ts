@@ -113,7 +113,7 @@ export const ConfigurationSchema = Type.Object({
     minimum: 1,
     maximum: 3600,
     summary: 'seconds in-flight hooks get to finish after SIGTERM',
-    details: 'On SIGTERM or SIGINT, `/readyz` answers 503 at once, the listener stays open for `HOOKS_SHUTDOWN_DELAY`, the hooks in flight finish, the pool closes, and the process exits 0. If they have not finished within this many seconds, it exits 1. Keep it below the pod\'s `terminationGracePeriodSeconds` (30 by default), so that the process ends before the kubelet kills it.'
+    details: 'On SIGTERM or SIGINT, `/readyz` answers 503 at once, the listener stays open for `HOOKS_SHUTDOWN_DELAY`, the hooks in flight finish, the pool closes, and the process exits 0. If they have not finished within this many seconds, it exits 1. The pod\'s `terminationGracePeriodSeconds` must leave room for it and the `preStop` pause, so that the process ends before the kubelet kills it (the Deployment gives 35 s to 5 and 25).'
   }),
   HOOKS_SHUTDOWN_DELAY: seconds({
     section: 'server',

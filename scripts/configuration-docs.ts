@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { Kind, type TSchema } from '@sinclair/typebox'
+import { parse } from 'yaml'
 import { expectedValue, SECTIONS, variables, type Section, type Variable, type VariableOptions } from '../hooks/config-schema.js'
 
 /**
@@ -36,7 +39,7 @@ function bySection (): Array<[Section, Array<[Variable, Schema]>]> {
 export function readmeTable (): string {
   const rows = variables().map(([name, schema]) => {
     const fallback = shownDefault(schema)
-    return `| \`${name}\` | ${fallback === undefined ? '' : `\`${fallback}\``} | ${schema.summary} |`
+    return `| \`${name}\` |${fallback === undefined ? '' : ` \`${fallback}\``} | ${schema.summary} |`
   })
   return ['| Variable | Default | What it does |', '|---|---|---|', ...rows].join('\n')
 }
@@ -79,7 +82,37 @@ export function configurationPage (): string {
       if (schema.details !== undefined) lines.push(wrapped(schema.details), '')
     }
   }
+  lines.push(...nodeFlags())
   return `${lines.join('\n').trimEnd()}\n`
+}
+
+/** Why the Deployment runs Node.js with each of its flags, given the flag's value. */
+const NODE_FLAG_REASONS: Record<string, (value: string) => string> = {
+  '--max-semi-space-size': (value) => `a young generation of ${value} MB per semi-space holds the objects of an 11 MB request's parse, which then die young instead of being copied into the old generation and collected there at more cost.`,
+  '--max-old-space-size': (value) => `an old generation of ${value} MB holds the live heap of the worst body within \`HOOKS_BODY_LIMIT\` with room for the server's own objects and for garbage, and makes V8 collect that garbage before the process nears the memory limit.`,
+  '--initial-old-space-size': (value) => `V8 starts a full collection when the old generation nears a limit it derives from the live heap, and starts them often while the room under that limit is less than about 50 MB; starting that limit at ${value} MB leaves the server's live heap that room, and spares unchanged resyncs those collections.`
+}
+
+/** The section on the Node.js flags of the Deployment's command, read from manifests/server/deployment.yaml. */
+function nodeFlags (): string[] {
+  const deployment = parse(readFileSync(join(import.meta.dirname, '..', 'manifests', 'server', 'deployment.yaml'), 'utf8')) as { spec: { template: { spec: { containers: Array<{ command: string[] }> } } } }
+  const command = deployment.spec.template.spec.containers[0]?.command ?? []
+  const flags = command.filter((part) => part.startsWith('--')).map((flag) => {
+    const [name = '', value = ''] = flag.split('=')
+    const reason = NODE_FLAG_REASONS[name]
+    if (reason === undefined) throw new Error(`the Deployment's command has ${name}, which scripts/configuration-docs.ts does not explain: add it to NODE_FLAG_REASONS`)
+    return wrapped(`- \`${flag}\`: ${reason(value)}`).replaceAll('\n', '\n  ')
+  })
+  return [
+    '## Node.js flags',
+    '',
+    wrapped(`Not variables, but set in the same place: the Deployment (manifests/server/deployment.yaml) runs \`${command.join(' ')}\`, V8's heap sized for the container's memory limit. They are in the command because \`--initial-old-space-size\` is not allowed in \`NODE_OPTIONS\`.`),
+    '',
+    ...flags,
+    '',
+    wrapped('Change them together with the memory limit and `HOOKS_BODY_LIMIT`, then run `test/faults/body-memory.test.ts`, which starts the server with these flags and fails when the worst bodies take it to the memory limit.'),
+    ''
+  ]
 }
 
 /** .env.example: every variable, commented out with its default or an example. */
