@@ -6,7 +6,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Config } from './config.js'
 import { hookNames, type Controller, type Io } from './controller.js'
 import { HookError } from './errors.js'
-import { hookRoutes } from './hook-routes.js'
+import { hookRoutes } from './http/hook-routes.js'
 import { LogLines } from './log-lines.js'
 import { createProbes, probeRoutes, type Probes } from './probes.js'
 import { problems } from './spec.js'
@@ -35,7 +35,7 @@ export function serverOptions (config: Config): FastifyServerOptions & { https?:
     keepAliveTimeout: 95_000,
     connectionTimeout: 0,
     requestTimeout: 60_000,
-    // One line per hook call comes from hook-routes.ts instead of fastify's two per request.
+    // One line per hook call comes from http/hook-telemetry.ts instead of fastify's two per request.
     logController: new LogController({ disableRequestLogging: true }),
     logger: {
       level: config.logLevel,

@@ -1,12 +1,9 @@
 import { isAscii } from 'node:buffer'
-import type { Readable } from 'node:stream'
 import { HookError } from './errors.js'
-import type { RequestDigest } from './etag.js'
 
 /**
- * How a hook request's body is received and parsed: within HOOKS_BODY_LIMIT, with at most `values` JSON values,
- * with bodies admitted into memory a budget's worth at a time, digested as the bytes arrive (for the ETag), and
- * decoded and parsed once.
+ * How a hook request's body is parsed, once received (http/body-reading.ts): within HOOKS_BODY_LIMIT, with at most
+ * `values` JSON values, decoded and parsed once.
  */
 
 /**
@@ -72,41 +69,6 @@ export function countValues (bytes: Uint8Array): number {
 export interface ReceivedBody {
   chunks: Buffer[]
   length: number
-}
-
-/**
- * Reads a body, refusing it (413) as soon as it passes the byte limit, and feeding `digest` as the bytes arrive.
- * `expectedLength` is the Content-Length, when the client sent one.
- */
-export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: RequestDigest | undefined): Promise<ReceivedBody> {
-  if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
-  return await new Promise((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let length = 0
-    const stop = (error: Error): void => {
-      stream.removeListener('data', onData)
-      stream.removeListener('end', onEnd)
-      stream.removeListener('error', stop)
-      reject(error)
-    }
-    const onData = (chunk: Buffer): void => {
-      length += chunk.length
-      if (length > limits.bytes) return stop(bodyTooLarge(limits.bytes))
-      digest?.update(chunk)
-      chunks.push(chunk)
-    }
-    const onEnd = (): void => {
-      stream.removeListener('error', stop)
-      if (expectedLength !== undefined && length !== expectedLength) {
-        return reject(new HookError(400, `request body has ${length} bytes, but its Content-Length says ${expectedLength}`))
-      }
-      resolve({ chunks, length })
-    }
-    stream.on('data', onData)
-    stream.once('end', onEnd)
-    stream.once('error', stop)
-    stream.resume()
-  })
 }
 
 /**
@@ -332,57 +294,4 @@ function jsonError (bytes: Buffer, error: unknown): string {
     return (bodyError as Error).message
   }
   return (error as Error).message
-}
-
-/**
- * Admits request bodies into memory in arrival order while the bytes admitted stay within `capacity`; a body is
- * always admitted when nothing else is. Parsing runs on one thread anyway, so a waiting request loses no time, and
- * it holds no more than its socket's buffers: its body is not read until it is admitted, so TCP makes the client
- * wait.
- */
-export class BodyBudget {
-  private inUse = 0
-  private readonly waiting: Array<{ bytes: number, admit: () => void }> = []
-
-  constructor (private readonly capacity: number) {}
-
-  /**
-   * Asks for `bytes`. `admitted` resolves once they fit, or rejects when the ticket is released first (the client
-   * left); `release` gives the bytes back, and may be called any number of times.
-   */
-  ticket (bytes: number): { admitted: Promise<void>, release: () => void } {
-    let state: 'waiting' | 'admitted' | 'released' = 'waiting'
-    let resolve!: () => void
-    let reject!: (error: Error) => void
-    const admitted = new Promise<void>((...settle) => { [resolve, reject] = settle })
-    const entry = {
-      bytes,
-      admit: () => {
-        state = 'admitted'
-        this.inUse += bytes
-        resolve()
-      }
-    }
-    const release = (): void => {
-      if (state === 'released') return
-      if (state === 'admitted') this.inUse -= bytes
-      else {
-        this.waiting.splice(this.waiting.indexOf(entry), 1)
-        reject(new Error('the request was closed while it waited for memory to receive its body'))
-      }
-      state = 'released'
-      this.admitNext()
-    }
-    this.waiting.push(entry)
-    this.admitNext()
-    return { admitted, release }
-  }
-
-  private admitNext (): void {
-    for (let next = this.waiting[0]; next !== undefined; next = this.waiting[0]) {
-      if (this.inUse > 0 && this.inUse + next.bytes > this.capacity) return
-      this.waiting.shift()
-      next.admit()
-    }
-  }
 }

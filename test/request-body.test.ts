@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import fc from 'fast-check'
 import { hookNames } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
-import { BodyBudget, bodyLimits, BYTES_PER_VALUE, countValues, MAX_DEPTH, parseBody, textNestsDeeperThan, withoutManagedFields } from '../hooks/request-body.js'
+import { bodyLimits, BYTES_PER_VALUE, countValues, MAX_DEPTH, parseBody, textNestsDeeperThan, withoutManagedFields } from '../hooks/request-body.js'
 import { nestsDeeperThan } from '../hooks/wire/objects.js'
 import { build, postText } from './helpers/app.js'
 import { fixtureNames, fixture } from './helpers/fixtures.js'
@@ -11,7 +11,7 @@ import { podSetRequest } from './podset/requests.js'
 
 /**
  * The request path of hooks/request-body.ts: prototype keys refused after a plain JSON.parse; the value count that
- * bounds a parse; managedFields left out of it; the memory budget bodies are admitted into.
+ * bounds a parse; managedFields left out of it.
  */
 
 test('countValues counts every {, [ and , byte, whatever the alignment of the bytes', () => {
@@ -264,35 +264,4 @@ test('a body whose Content-Length is wrong, a chunked body, a body of another ty
   const text = await app.inject({ method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'text/plain' } })
   assert.equal(text.statusCode, 415)
   assert.match(text.json().message, /Content-Type: application\/json/)
-})
-
-test('BodyBudget admits in arrival order within its capacity, always one body, and lets a waiting request leave', async () => {
-  const budget = new BodyBudget(100)
-  const admitted: string[] = []
-  const ticket = (name: string, bytes: number): { release: () => void, admitted: Promise<void> } => {
-    const t = budget.ticket(bytes)
-    t.admitted.then(() => admitted.push(name), () => admitted.push(`${name} left`))
-    return t
-  }
-  const huge = ticket('huge', 500)
-  const a = ticket('a', 60)
-  const b = ticket('b', 30)
-  const c = ticket('c', 20)
-  await Promise.resolve()
-  assert.deepEqual(admitted, ['huge'])
-  huge.release()
-  huge.release()
-  await Promise.resolve()
-  assert.deepEqual(admitted, ['huge', 'a', 'b'])
-  c.release()
-  await Promise.resolve()
-  assert.deepEqual(admitted, ['huge', 'a', 'b', 'c left'])
-  const d = ticket('d', 20)
-  await Promise.resolve()
-  assert.deepEqual(admitted, ['huge', 'a', 'b', 'c left'])
-  a.release()
-  await Promise.resolve()
-  assert.deepEqual(admitted, ['huge', 'a', 'b', 'c left', 'd'])
-  b.release()
-  d.release()
 })

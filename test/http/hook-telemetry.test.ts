@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { test } from 'node:test'
-import { fixturePath } from './helpers/fixtures.js'
-import { startServer } from './helpers/server-process.js'
+import { fixturePath } from '../helpers/fixtures.js'
+import { startServer } from '../helpers/server-process.js'
 
-/** The log line of each hook call, as a real server process writes it. */
+/** hooks/http/hook-telemetry.ts: the log line of each hook call, as a real server process writes it. */
 
 test('the log line of a not_ready answer carries the Ready condition\'s reason and message', async (t) => {
   const server = await startServer({ env: { DATABASE_URL: 'postgres://hooks:pw-Lq7-never-log@127.0.0.1:1/hooks', PG_CONNECT_TIMEOUT: '1' } })

@@ -1,0 +1,90 @@
+import type { Readable } from 'node:stream'
+import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
+import { HookError } from '../errors.js'
+import type { RequestDigest } from '../etag.js'
+import { bodyTooLarge, parseBody, type BodyLimits, type ReceivedBody } from '../request-body.js'
+
+/**
+ * Reading a hook request's body: the whole of it, into memory, digested on the way for its ETag, before anything
+ * decides on it; then parsed by the route's JSON parser (request-body.ts).
+ */
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The body as received, until the JSON parser takes it. */
+    receivedBody: ReceivedBody | null
+    /** The ETag of the request, on the hooks that carry them. */
+    etag: string | null
+  }
+}
+
+/**
+ * The Content-Types read as a hook request: JSON, as Metacontroller sends it, in UTF-8 (the charset JSON has). Any other
+ * gets 415 unread, before its bytes take memory or could match an ETag.
+ */
+const JSON_CONTENT_TYPE = /^application\/json[ \t]*(;[ \t]*charset[ \t]*=[ \t]*"?utf-8"?[ \t]*)?$/i
+
+export function isJson (contentType: string | undefined): boolean {
+  return contentType !== undefined && JSON_CONTENT_TYPE.test(contentType)
+}
+
+/**
+ * Reads a body, refusing it (413) as soon as it passes the byte limit, and feeding `digest` as the bytes arrive.
+ * `expectedLength` is the Content-Length, when the client sent one.
+ */
+export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: RequestDigest | undefined): Promise<ReceivedBody> {
+  if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
+  return await new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let length = 0
+    const stop = (error: Error): void => {
+      stream.removeListener('data', onData)
+      stream.removeListener('end', onEnd)
+      stream.removeListener('error', stop)
+      reject(error)
+    }
+    const onData = (chunk: Buffer): void => {
+      length += chunk.length
+      if (length > limits.bytes) return stop(bodyTooLarge(limits.bytes))
+      digest?.update(chunk)
+      chunks.push(chunk)
+    }
+    const onEnd = (): void => {
+      stream.removeListener('error', stop)
+      if (expectedLength !== undefined && length !== expectedLength) {
+        return reject(new HookError(400, `request body has ${length} bytes, but its Content-Length says ${expectedLength}`))
+      }
+      resolve({ chunks, length })
+    }
+    stream.on('data', onData)
+    stream.once('end', onEnd)
+    stream.once('error', stop)
+    stream.resume()
+  })
+}
+
+/**
+ * Decorates requests with what reading leaves for later steps, and makes the route's JSON parser parse the body read.
+ * Fastify's own parser would collect, decode and scan every body before a route could answer a 304.
+ */
+export function bodyReading (fastify: FastifyInstance, limits: BodyLimits): (digest: (() => RequestDigest) | undefined) => (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<void> {
+  fastify.decorateRequest('receivedBody', null)
+  fastify.decorateRequest('etag', null)
+  fastify.removeContentTypeParser('application/json')
+  fastify.addContentTypeParser('application/json', async (request: FastifyRequest) => {
+    const body = request.receivedBody
+    // A Content-Type that fastify takes for JSON, but this server does not read as a hook request.
+    if (body === null) throw new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type'])
+    request.receivedBody = null
+    return parseBody(body, limits)
+  })
+
+  /** The `preParsing` hook of a route whose requests are digested by `digest` (none: no ETags). */
+  return (digest) => async (request, _reply, payload) => {
+    if (!isJson(request.headers['content-type'])) return
+    const header = request.headers['content-length']
+    const requestDigest = digest?.()
+    request.receivedBody = await receiveBody(payload, limits, header === undefined ? undefined : Number(header), requestDigest)
+    if (requestDigest !== undefined) request.etag = requestDigest.etag()
+  }
+}

@@ -1,0 +1,80 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { BearerTokenSource } from '../bearer-token.js'
+import { definedHooks, hookContext, ioFor, servedHooks, type Controller, type HookContext, type HookName, type Io } from '../controller.js'
+import { answersFromRequestAlone, requestDigest } from '../etag.js'
+import type { Metrics } from '../metrics.js'
+import { bodyLimits } from '../request-body.js'
+import { kubernetesTime } from '../wire/conditions.js'
+import { CompositeRequestSchema, DecoratorRequestSchema, type KubernetesObject } from '../wire/schemas.js'
+import { bearerAuth } from './bearer-auth.js'
+import { BodyBudget, bodyAdmission } from './body-admission.js'
+import { bodyReading } from './body-reading.js'
+import { hookTelemetry, type CallSummary, type HookResponse } from './hook-telemetry.js'
+import { answerNotModified } from './not-modified.js'
+
+export interface HookRoutesOptions {
+  controllers: readonly Controller[]
+  io: Partial<Io>
+  metrics: Metrics
+  clock: () => Date
+  bearerTokens: BearerTokenSource | undefined
+  /** HOOKS_BODY_LIMIT, in bytes. */
+  bodyLimit: number
+}
+
+/**
+ * `POST /<controller>/sync` and `/finalize` for every controller. A request meets, in order: the bearer token
+ * (bearer-auth.ts), its admission into memory (body-admission.ts), its body read and digested (body-reading.ts), the
+ * 304 for an unchanged request (not-modified.ts), the JSON parser (request-body.ts), the request schema
+ * (wire/schemas.ts), then the handler here: the parent read (parent.ts) and the controller's hook run. Its answer is
+ * logged and counted (hook-telemetry.ts).
+ */
+export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (fastify, options) => {
+  const limits = bodyLimits(options.bodyLimit)
+  const authenticate = bearerAuth(fastify, options.bearerTokens)
+  // One body of the largest size at a time, or several smaller ones (see BodyBudget).
+  const admitBody = bodyAdmission(new BodyBudget(options.bodyLimit), limits)
+  const readBody = bodyReading(fastify, limits)
+  const logCall = hookTelemetry(fastify, options.metrics)
+
+  /** Reads the parent, runs the hook, and keeps what the log line and the metric need; an answer carries its ETag. */
+  const call = async <Response extends HookResponse>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    controller: Controller,
+    io: Partial<Io>,
+    parent: KubernetesObject,
+    run: (context: HookContext<any, any>) => Response | Promise<Response>
+  ): Promise<Response> => {
+    const summary: CallSummary = { parent }
+    request.hookCall = summary
+    const response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io))
+    summary.response = response
+    if (request.etag !== null) reply.header('etag', request.etag)
+    return response
+  }
+
+  for (const controller of options.controllers) {
+    const io = ioFor(controller, options.io)
+    // Only requests that can carry their own ETag can be answered 304.
+    const etags = answersFromRequestAlone(controller)
+    const route = (hook: HookName) => ({
+      config: { controller: controller.name, hook },
+      ...(authenticate === undefined ? {} : { onRequest: authenticate }),
+      preParsing: etags ? [admitBody, readBody(requestDigest(controller, hook)), answerNotModified] : [admitBody, readBody(undefined)],
+      onResponse: logCall
+    })
+    if (controller.type === 'composite') {
+      for (const [hook, run] of definedHooks(servedHooks(controller))) {
+        fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: CompositeRequestSchema } }, async (request, reply) =>
+          await call(request, reply, controller, io, request.body.parent, async (context) => await run(request.body, context)))
+      }
+    } else {
+      for (const [hook, run] of definedHooks(servedHooks(controller))) {
+        fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: DecoratorRequestSchema } }, async (request, reply) =>
+          await call(request, reply, controller, io, request.body.object, async (context) => await run(request.body, context)))
+      }
+    }
+  }
+}
