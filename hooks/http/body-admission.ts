@@ -1,6 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { bodyTooLarge, type BodyLimits } from '../request-body.js'
 
+/** The client closed its connection before its answer: nothing went wrong, and nobody is left to answer. */
+export class ClientGone extends Error {
+  constructor (readonly during: string) {
+    super(`the client closed the connection ${during}`)
+    this.name = 'ClientGone'
+  }
+}
+
 /**
  * Admits request bodies into memory in arrival order while the bytes admitted stay within `capacity`; a body is
  * always admitted when nothing else is. Parsing runs on one thread anyway, so a waiting request loses no time, and
@@ -14,8 +22,8 @@ export class BodyBudget {
   constructor (private readonly capacity: number) {}
 
   /**
-   * Asks for `bytes`. `admitted` resolves once they fit, or rejects when the ticket is released first (the client
-   * left); `release` gives the bytes back, and may be called any number of times.
+   * Asks for `bytes`. `admitted` resolves once they fit, or rejects with ClientGone when the ticket is released first
+   * (the client left); `release` gives the bytes back, and may be called any number of times.
    */
   ticket (bytes: number): { admitted: Promise<void>, release: () => void } {
     let state: 'waiting' | 'admitted' | 'released' = 'waiting'
@@ -35,7 +43,7 @@ export class BodyBudget {
       if (state === 'admitted') this.inUse -= bytes
       else {
         this.waiting.splice(this.waiting.indexOf(entry), 1)
-        reject(new Error('the request was closed while it waited for memory to receive its body'))
+        reject(new ClientGone('while it waited for memory to receive its body'))
       }
       state = 'released'
       this.admitNext()
@@ -57,15 +65,20 @@ export class BodyBudget {
 /**
  * The `preParsing` hook that admits a body into `budget` before it is read: its Content-Length, or the whole limit for
  * a body without one. The body gives its bytes back when its answer is done or its connection closes, whichever comes
- * first (the response's `close` event covers both).
+ * first (the response's `close` event covers both). A client that goes away meanwhile is `clientGone`'s.
  */
-export function bodyAdmission (budget: BodyBudget, limits: BodyLimits) {
+export function bodyAdmission (budget: BodyBudget, limits: BodyLimits, clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const header = request.headers['content-length']
     const length = header === undefined ? undefined : Number(header)
     if (length !== undefined && length > limits.bytes) throw bodyTooLarge(limits.bytes)
     const ticket = budget.ticket(length ?? limits.bytes)
     reply.raw.once('close', ticket.release)
-    await ticket.admitted
+    try {
+      await ticket.admitted
+    } catch (error) {
+      if (error instanceof ClientGone) return clientGone(request, reply, error)
+      throw error
+    }
   }
 }

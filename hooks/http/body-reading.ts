@@ -3,6 +3,7 @@ import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyReques
 import { HookError } from '../errors.js'
 import type { RequestDigest } from '../etag.js'
 import { bodyTooLarge, parseBody, type BodyLimits, type ReceivedBody } from '../request-body.js'
+import { ClientGone } from './body-admission.js'
 
 /**
  * Reading a hook request's body: the whole of it, into memory, digested on the way for its ETag, before anything
@@ -30,17 +31,22 @@ export function isJson (contentType: string | undefined): boolean {
 
 /**
  * Reads a body, refusing it (413) as soon as it passes the byte limit, and feeding `digest` as the bytes arrive.
- * `expectedLength` is the Content-Length, when the client sent one.
+ * `expectedLength` is the Content-Length, when the client sent one. Rejects with ClientGone when the connection closes
+ * first.
  */
 export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: RequestDigest | undefined): Promise<ReceivedBody> {
   if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
   return await new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let length = 0
-    const stop = (error: Error): void => {
+    const detach = (): void => {
       stream.removeListener('data', onData)
       stream.removeListener('end', onEnd)
-      stream.removeListener('error', stop)
+      stream.removeListener('error', onGone)
+      stream.removeListener('close', onGone)
+    }
+    const stop = (error: Error): void => {
+      detach()
       reject(error)
     }
     const onData = (chunk: Buffer): void => {
@@ -50,24 +56,29 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
       chunks.push(chunk)
     }
     const onEnd = (): void => {
-      stream.removeListener('error', stop)
       if (expectedLength !== undefined && length !== expectedLength) {
-        return reject(new HookError(400, `request body has ${length} bytes, but its Content-Length says ${expectedLength}`))
+        return stop(new HookError(400, `request body has ${length} bytes, but its Content-Length says ${expectedLength}`))
       }
+      detach()
       resolve({ chunks, length })
     }
+    // The connection failed or closed before the body's end: `error` (with listeners) then `close`, or `close` alone.
+    const onGone = (): void => { stop(new ClientGone('while its body was arriving')) }
+    if (stream.destroyed) return onGone()
     stream.on('data', onData)
     stream.once('end', onEnd)
-    stream.once('error', stop)
+    stream.once('error', onGone)
+    stream.once('close', onGone)
     stream.resume()
   })
 }
 
 /**
  * Decorates requests with what reading leaves for later steps, and makes the route's JSON parser parse the body read.
- * Fastify's own parser would collect, decode and scan every body before a route could answer a 304.
+ * Fastify's own parser would collect, decode and scan every body before a route could answer a 304. A client that goes
+ * away mid-body is `clientGone`'s.
  */
-export function bodyReading (fastify: FastifyInstance, limits: BodyLimits): (digest: (() => RequestDigest) | undefined) => (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<void> {
+export function bodyReading (fastify: FastifyInstance, limits: BodyLimits, clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void): (digest: (() => RequestDigest) | undefined) => (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<void> {
   fastify.decorateRequest('receivedBody', null)
   fastify.decorateRequest('etag', null)
   fastify.removeContentTypeParser('application/json')
@@ -80,11 +91,16 @@ export function bodyReading (fastify: FastifyInstance, limits: BodyLimits): (dig
   })
 
   /** The `preParsing` hook of a route whose requests are digested by `digest` (none: no ETags). */
-  return (digest) => async (request, _reply, payload) => {
+  return (digest) => async (request, reply, payload) => {
     if (!isJson(request.headers['content-type'])) return
     const header = request.headers['content-length']
     const requestDigest = digest?.()
-    request.receivedBody = await receiveBody(payload, limits, header === undefined ? undefined : Number(header), requestDigest)
+    try {
+      request.receivedBody = await receiveBody(payload, limits, header === undefined ? undefined : Number(header), requestDigest)
+    } catch (error) {
+      if (error instanceof ClientGone) return clientGone(request, reply, error)
+      throw error
+    }
     if (requestDigest !== undefined) request.etag = requestDigest.etag()
   }
 }

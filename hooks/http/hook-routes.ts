@@ -33,10 +33,10 @@ export interface HookRoutesOptions {
 export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (fastify, options) => {
   const limits = bodyLimits(options.bodyLimit)
   const authenticate = bearerAuth(fastify, options.bearerTokens)
+  const telemetry = hookTelemetry(fastify, options.metrics)
   // One body of the largest size at a time, or several smaller ones (see BodyBudget).
-  const admitBody = bodyAdmission(new BodyBudget(options.bodyLimit), limits)
-  const readBody = bodyReading(fastify, limits)
-  const logCall = hookTelemetry(fastify, options.metrics)
+  const admitBody = bodyAdmission(new BodyBudget(options.bodyLimit), limits, telemetry.clientGone)
+  const readBody = bodyReading(fastify, limits, telemetry.clientGone)
 
   /** Reads the parent, runs the hook, and keeps what the log line and the metric need; an answer carries its ETag. */
   const call = async <Response extends HookResponse>(
@@ -63,7 +63,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
       config: { controller: controller.name, hook },
       ...(authenticate === undefined ? {} : { onRequest: authenticate }),
       preParsing: etags ? [admitBody, readBody(requestDigest(controller, hook)), answerNotModified] : [admitBody, readBody(undefined)],
-      onResponse: logCall
+      onResponse: telemetry.logCall
     })
     if (controller.type === 'composite') {
       for (const [hook, run] of definedHooks(servedHooks(controller))) {

@@ -21,6 +21,14 @@ export interface TestApp {
   /** A schema of this test's own, dropped afterwards. */
   schema: string
   lifecycle: { draining: boolean }
+  /** The app's log lines so far, parsed; with `logs: true` only. */
+  logs: () => LogLine[]
+}
+
+export interface LogLine {
+  level: number
+  msg: string
+  [field: string]: unknown
 }
 
 export interface BuildOptions {
@@ -30,6 +38,8 @@ export interface BuildOptions {
   controllers?: readonly Controller[]
   /** The time stamped on new conditions. Default: NOW. */
   clock?: () => Date
+  /** Keep the log lines, at LOG_LEVEL info unless `env` says otherwise. */
+  logs?: boolean
 }
 
 /**
@@ -59,8 +69,12 @@ export async function emptyDatabase (t: TestContext, purpose: string): Promise<s
 /** Builds the app as the server does, on a fresh schema, closed (and its schema dropped) after the test. */
 export async function build (t: TestContext, options: BuildOptions = {}): Promise<TestApp> {
   const schema = `test_${randomBytes(6).toString('hex')}`
-  const config = loadConfig({ LOG_LEVEL: 'silent', PG_SCHEMA: schema, ...options.env })
-  const fastify = Fastify(serverOptions(config))
+  const config = loadConfig({ LOG_LEVEL: options.logs === true ? 'info' : 'silent', PG_SCHEMA: schema, ...options.env })
+  const lines: LogLine[] = []
+  const fastifyOptions = serverOptions(config)
+  const fastify = Fastify(options.logs === true
+    ? { ...fastifyOptions, logger: { ...fastifyOptions.logger as object, stream: { write: (line: string) => { lines.push(JSON.parse(line) as LogLine) } } } }
+    : fastifyOptions)
   const controllers = options.controllers ?? allControllers
   const io: Partial<Io> = {}
   if (needed(controllers).has('postgres') && options.databaseUrl !== false) {
@@ -83,7 +97,7 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
       await pool.end()
     }
   })
-  return { app: fastify, config, pool, schema: config.database.policy.schema, lifecycle }
+  return { app: fastify, config, pool, schema: config.database.policy.schema, lifecycle, logs: () => lines }
 }
 
 /** POSTs `text` as it is (not re-encoded, as `payload: object` would be) with Content-Type: application/json. */

@@ -1,10 +1,72 @@
 import assert from 'node:assert/strict'
 import { readFile } from 'node:fs/promises'
 import { test } from 'node:test'
-import { fixturePath } from '../helpers/fixtures.js'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { CompositeController } from '../../hooks/controller.js'
+import { podSet } from '../../hooks/podset/index.js'
+import { build, type LogLine, type TestApp } from '../helpers/app.js'
+import { fixture, fixturePath } from '../helpers/fixtures.js'
 import { startServer } from '../helpers/server-process.js'
+import { slowBody } from '../helpers/slow-body.js'
 
-/** hooks/http/hook-telemetry.ts: the log line of each hook call, as a real server process writes it. */
+/** hooks/http/hook-telemetry.ts: one log line and one metric per hook call, a client that went away included. */
+
+const ERROR = 50
+
+async function listening (built: TestApp): Promise<number> {
+  await built.app.listen({ port: 0, host: '127.0.0.1' })
+  return (built.app.server.address() as { port: number }).port
+}
+
+/** The lines that match, once there are `count` of them or two seconds have passed. */
+async function loggedSoon (built: TestApp, count: number, matches: (line: LogLine) => boolean): Promise<LogLine[]> {
+  for (const deadline = Date.now() + 2000; built.logs().filter(matches).length < count && Date.now() < deadline;) await sleep(20)
+  return built.logs().filter(matches)
+}
+
+async function abortedCount (built: TestApp, controller: string): Promise<string | undefined> {
+  const metrics = (await built.app.inject({ url: '/metrics' })).body
+  return new RegExp(`metacontroller_hooks_duration_seconds_count\\{controller="${controller}",hook="sync",outcome="aborted"\\} (\\d+)`).exec(metrics)?.[1]
+}
+
+test('a client that goes away mid-body is one info line saying so, and counted as aborted; no error, no stack', async (t) => {
+  const built = await build(t, { databaseUrl: false, controllers: [podSet], logs: true })
+  const port = await listening(built)
+  for (const length of ['chunked', 1000] as const) {
+    const client = slowBody({ port, path: '/podset/sync', length, burst: 100 })
+    await sleep(100)
+    client.close()
+  }
+  const aborted = await loggedSoon(built, 2, (line) => line.msg === 'podset sync aborted: the client closed the connection while its body was arriving')
+  assert.equal(aborted.length, 2, JSON.stringify(built.logs()))
+  for (const line of aborted) {
+    assert.equal(line.level, 30)
+    assert.equal(line.outcome, 'aborted')
+  }
+  assert.deepEqual(built.logs().filter((line) => line.level >= ERROR), [])
+  assert.equal(await abortedCount(built, 'podset'), '2')
+})
+
+test('a client that goes away while it waits for memory for its body is one info line saying so, and counted as aborted', async (t) => {
+  let open = (): void => {}
+  const gate = new Promise<void>((resolve) => { open = resolve })
+  const gated: CompositeController<any> = { ...podSet, name: 'gated', hooks: { sync: async (request, context) => { await gate; return podSet.hooks.sync(request, context) } } }
+  const built = await build(t, { databaseUrl: false, controllers: [gated], logs: true, env: { HOOKS_BODY_LIMIT: '8Ki' } })
+  const port = await listening(built)
+  const body = JSON.stringify({ ...fixture('podset', 'first-sync'), padding: 'x'.repeat(5000) })
+  const holding = fetch(`http://127.0.0.1:${port}/gated/sync`, { method: 'POST', headers: { 'content-type': 'application/json' }, body })
+  await sleep(100)
+  const waiting = slowBody({ port, path: '/gated/sync', length: body.length, burst: body.length })
+  await sleep(100)
+  waiting.close()
+  const aborted = await loggedSoon(built, 1, (line) => line.msg === 'gated sync aborted: the client closed the connection while it waited for memory to receive its body')
+  open()
+  assert.equal((await holding).status, 200)
+  assert.equal(aborted.length, 1, JSON.stringify(built.logs()))
+  assert.equal(aborted[0]?.level, 30)
+  assert.deepEqual(built.logs().filter((line) => line.level >= ERROR), [])
+  assert.equal(await abortedCount(built, 'gated'), '1')
+})
 
 test('the log line of a not_ready answer carries the Ready condition\'s reason and message', async (t) => {
   const server = await startServer({ env: { DATABASE_URL: 'postgres://hooks:pw-Lq7-never-log@127.0.0.1:1/hooks', PG_CONNECT_TIMEOUT: '1' } })
