@@ -121,7 +121,9 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
     metrics: probes.metrics,
     clock: options.clock ?? (() => new Date()),
     bearerTokens: config.bearerTokens,
-    bodyLimit: config.bodyLimit
+    bodyLimit: config.bodyLimit,
+    bodyTimeoutMs: config.bodyTimeoutMs,
+    admissionTimeoutMs: config.admissionTimeoutMs
   })
 }
 
@@ -133,7 +135,7 @@ function errorHandler (config: Config, controllers: readonly Controller[]) {
       return await reply.code(413).send({ error: 'Payload Too Large', message: `request body is larger than HOOKS_BODY_LIMIT (${config.bodyLimit} bytes); raise HOOKS_BODY_LIMIT on the hook server` })
     }
     const statusCode = error instanceof HookError ? error.statusCode : error.statusCode ?? 500
-    if (statusCode >= 500) {
+    if (statusCode >= 500 && !(error instanceof HookError)) {
       request.log.error({ err: error, url: request.url }, 'unexpected error in hook')
       return await reply.code(500).send({ error: 'Internal Server Error', message: `unexpected error; the hook server's log has the details (request ${request.id})` })
     }
@@ -205,9 +207,11 @@ function errorName (statusCode: number): string {
     case 401: return 'Unauthorized'
     case 404: return 'Not Found'
     case 405: return 'Method Not Allowed'
+    case 408: return 'Request Timeout'
     case 413: return 'Payload Too Large'
     case 415: return 'Unsupported Media Type'
     case 422: return 'Unprocessable Entity'
+    case 503: return 'Service Unavailable'
     default: return 'Error'
   }
 }

@@ -105,7 +105,27 @@ export const ConfigurationSchema = Type.Object({
     shownDefault: '16Mi',
     expected: 'a size of at least 1024 bytes, such as 16777216 or 16Mi',
     summary: 'largest request body accepted: bytes, or with `K`, `Ki`, `M`, `Mi`, `G` or `Gi`',
-    details: 'Metacontroller sends every observed child in full, so a request grows with its parent: a 2,000-pod PodSet with managedFields is about 11 MB. A larger body is answered 413 with a message naming this variable, and Metacontroller retries it until it is raised. The limit also bounds what the worst body can cost in memory: a body may hold at most one JSON value per 16 bytes of the limit, and bodies are admitted into memory up to this many bytes at a time while others wait. Raise it together with the Deployment\'s memory limit ([Operations](operations.md) sizes one from the other).'
+    details: 'Metacontroller sends every observed child in full, so a request grows with its parent: a 2,000-pod PodSet with managedFields is about 11 MB. A larger body is answered 413 with a message naming this variable, and Metacontroller retries it until it is raised. The limit also bounds what the worst body can cost in memory: a body may hold at most one JSON value per 16 bytes of the limit; the bodies held at once, arriving or not yet answered, take at most four times the limit, and bodies are parsed this many bytes at a time while others wait ([Architecture](architecture.md#slow-clients)). Raise it together with the Deployment\'s memory limit ([Operations](operations.md) sizes one from the other).'
+  }),
+  HOOKS_BODY_TIMEOUT: Type.Number({
+    section: 'server',
+    default: 3,
+    exclusiveMinimum: 0,
+    exclusiveMaximum: WEBHOOK_TIMEOUT_SECONDS,
+    expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 3 or 1.5)`,
+    why: `a body must arrive in time for its answer to reach Metacontroller within the webhook timeout (${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`,
+    summary: 'seconds a request body may take to arrive',
+    details: 'Counted from the end of the request\'s headers to the last byte of its body; fractions are allowed (up to milliseconds). A body still arriving then is answered 408, its connection closed and what it held given back. Time the server spent on other work, unable to read the body, is added back, up to as much again: a client that sends slowly, or stops, holds a connection and the bytes it sent for at most twice this long. Metacontroller sends a body at once: raise it only for a network that cannot carry `HOOKS_BODY_LIMIT` in this time ([Architecture](architecture.md#slow-clients)).'
+  }),
+  HOOKS_ADMISSION_TIMEOUT: Type.Number({
+    section: 'server',
+    default: 2,
+    exclusiveMinimum: 0,
+    exclusiveMaximum: WEBHOOK_TIMEOUT_SECONDS,
+    expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 2 or 0.5)`,
+    why: `a call must be answered, if only with 503, before Metacontroller gives up on it (webhook timeout ${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`,
+    summary: 'seconds a hook call may wait for memory for its body',
+    details: 'A call waits when the memory for bodies is held by bodies that have arrived, to receive its own, or when other bodies are being parsed, to parse it; fractions are allowed. A call that waits longer is answered 503 with `Retry-After: 1`, and Metacontroller retries it ([Architecture](architecture.md#slow-clients)).'
   }),
   HOOKS_SHUTDOWN_TIMEOUT: seconds({
     section: 'server',

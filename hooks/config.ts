@@ -43,6 +43,10 @@ export interface Config {
   host: Settings['HOST']
   logLevel: Settings['LOG_LEVEL']
   bodyLimit: Settings['HOOKS_BODY_LIMIT']
+  /** How long a request's body may take to arrive, from its headers to its last byte. */
+  bodyTimeoutMs: number
+  /** How long a hook call may wait for memory to hold or to parse its body. */
+  admissionTimeoutMs: number
   shutdownTimeoutMs: number
   /** After SIGTERM, how long the listener stays open while readiness already answers 503. */
   shutdownDelayMs: number
@@ -73,6 +77,8 @@ export function loadConfig (env: Environment = process.env): Config {
     host: settings.HOST,
     logLevel: settings.LOG_LEVEL,
     bodyLimit: settings.HOOKS_BODY_LIMIT,
+    bodyTimeoutMs: settings.HOOKS_BODY_TIMEOUT * 1000,
+    admissionTimeoutMs: settings.HOOKS_ADMISSION_TIMEOUT * 1000,
     shutdownTimeoutMs: settings.HOOKS_SHUTDOWN_TIMEOUT * 1000,
     shutdownDelayMs: settings.HOOKS_SHUTDOWN_DELAY * 1000,
     databaseCheckIntervalMs: settings.HOOKS_DATABASE_CHECK_INTERVAL * 1000,

@@ -1,6 +1,6 @@
 /** A request the server understood but cannot act on; answered with its status code and message. */
 export class HookError extends Error {
-  constructor (readonly statusCode: 400 | 401 | 413 | 422, message: string) {
+  constructor (readonly statusCode: 400 | 401 | 408 | 413 | 422 | 503, message: string) {
     super(message)
     this.name = 'HookError'
   }

@@ -4,9 +4,10 @@ import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
  * What a hook call came to, as a low-cardinality label. A sync is `ok` or `not_ready` (answered with Ready=False); a
  * finalize is `finalized` (finalized=true: Metacontroller may let the parent go) or `pending` (finalized=false: it
  * calls again). Either hook can be `not_modified` (304 to a request that carried its own ETag), `rejected` (4xx),
- * `aborted` (the client closed the connection before its answer) or an `error` (5xx).
+ * `overloaded` (503: no memory for its body within HOOKS_ADMISSION_TIMEOUT), `aborted` (the client closed the
+ * connection before its answer) or an `error` (any other 5xx).
  */
-export type Outcome = 'ok' | 'not_ready' | 'finalized' | 'pending' | 'not_modified' | 'rejected' | 'aborted' | 'error'
+export type Outcome = 'ok' | 'not_ready' | 'finalized' | 'pending' | 'not_modified' | 'rejected' | 'overloaded' | 'aborted' | 'error'
 
 export interface Metrics {
   registry: Registry
@@ -21,7 +22,7 @@ export function createMetrics (database?: { state: () => Promise<{ status: strin
   collectDefaultMetrics({ register: registry })
   const hookDuration = new Histogram({
     name: 'metacontroller_hooks_duration_seconds',
-    help: 'Duration of hook calls by controller, hook and outcome (sync: ok, or not_ready = answered with Ready=False; finalize: finalized = finalized=true, pending = finalized=false; either: not_modified = 304 to a request that carried its own ETag, rejected = 4xx, aborted = the client closed the connection first, error = 5xx)',
+    help: 'Duration of hook calls by controller, hook and outcome (sync: ok, or not_ready = answered with Ready=False; finalize: finalized = finalized=true, pending = finalized=false; either: not_modified = 304 to a request that carried its own ETag, rejected = 4xx, overloaded = 503 for want of memory for its body, aborted = the client closed the connection first, error = any other 5xx)',
     labelNames: ['controller', 'hook', 'outcome'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry]

@@ -1,5 +1,42 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { bodyTooLarge, type BodyLimits } from '../request-body.js'
+import { HookError } from '../errors.js'
+
+/**
+ * Memory for request bodies, and how long a body may hold it. No client can stall another this way:
+ *
+ * - A body is charged the bytes it has sent, as they arrive, never what its Content-Length announces: a client that
+ *   trickles or stalls holds only the few bytes it sent, so the others' bodies still fit.
+ * - A body has HOOKS_BODY_TIMEOUT to arrive whole; later it is answered 408, its connection closed, its bytes dropped.
+ *   Time the server spent on other work, unable to read it (parsing a large body, say), is added back, up to another
+ *   HOOKS_BODY_TIMEOUT: slow means the client was slow.
+ * - The bodies held at once, arriving or not yet answered, take at most BODIES_HELD times HOOKS_BODY_LIMIT. When a
+ *   newer body's bytes do not fit, bodies that started arriving before it give way, oldest first (408): clients that
+ *   send most of a body and then stall cannot keep the memory from those that send theirs at once, and a body
+ *   that arrives at network speed has long arrived before anything newer needs its room.
+ * - Parsing waits for the body to have arrived, so no client's pace holds it; then at most HOOKS_BODY_LIMIT of bodies
+ *   are parsed and answered at once, in arrival order (or one body alone), as parsing costs many times a body's bytes.
+ * - Every wait for memory, to receive or to parse, lasts at most HOOKS_ADMISSION_TIMEOUT; then the call is answered
+ *   503 with Retry-After, and Metacontroller retries it.
+ */
+
+/**
+ * How many bodies at HOOKS_BODY_LIMIT may be held at once: at the default 16 MiB, 64 MiB of bytes beside the worst
+ * parse, under the Deployment's memory limit (test/faults/body-memory.test.ts), and room for five of the largest real
+ * requests (11 MB, a 2,000-pod parent), one per Metacontroller worker, to arrive together.
+ */
+export const BODIES_HELD = 4
+
+/** What a 503 asks the client to wait before it retries, in seconds. */
+export const RETRY_AFTER_SECONDS = 1
+
+export interface AdmissionBounds {
+  /** HOOKS_BODY_LIMIT, in bytes. */
+  limit: number
+  /** HOOKS_BODY_TIMEOUT. */
+  bodyTimeoutMs: number
+  /** HOOKS_ADMISSION_TIMEOUT. */
+  admissionTimeoutMs: number
+}
 
 /** The client closed its connection before its answer: nothing went wrong, and nobody is left to answer. */
 export class ClientGone extends Error {
@@ -9,75 +46,296 @@ export class ClientGone extends Error {
   }
 }
 
+/** What a body's reader is told: it must stop (with the error to answer), or it may go on once its bytes fit. */
+export interface BodyReader {
+  refuse: (error: Error) => void
+  resume: () => void
+}
+
+const seconds = (ms: number): string => `${ms / 1000} s`
+
 /**
- * Admits request bodies into memory in arrival order while the bytes admitted stay within `capacity`; a body is
- * always admitted when nothing else is. Parsing runs on one thread anyway, so a waiting request loses no time, and
- * it holds no more than its socket's buffers: its body is not read until it is admitted, so TCP makes the client
- * wait.
+ * How often the deadlines of bodies are checked, while any body arrives or waits, and the time the event loop was
+ * blocked is measured (how late a check comes). One interval for all bodies: no timer per request.
  */
-export class BodyBudget {
-  private inUse = 0
-  private readonly waiting: Array<{ bytes: number, admit: () => void }> = []
+export const CHECK_INTERVAL_MS = 100
 
-  constructor (private readonly capacity: number) {}
+/** The memory shared by every body, and who waits for it. */
+export class BodyAdmission {
+  readonly capacity: number
+  /** Bytes received of the bodies not yet answered. */
+  held = 0
+  /** Bodies still arriving, oldest first (a Set iterates in insertion order). */
+  readonly arriving = new Set<BodyClaim>()
+  /** Bodies whose next bytes did not fit, in the order they asked. */
+  readonly waitingForRoom: BodyClaim[] = []
+  /** Bytes of the bodies being parsed and answered. */
+  parsing = 0
+  /** Bodies that have arrived and wait to be parsed, in the order they arrived. */
+  readonly waitingToParse: BodyClaim[] = []
+  /** Time the event loop was blocked, summed over the checks: how much later than CHECK_INTERVAL_MS each came. */
+  stalledMs = 0
+  private lastCheck = 0
+  private checker: NodeJS.Timeout | undefined
 
-  /**
-   * Asks for `bytes`. `admitted` resolves once they fit, or rejects with ClientGone when the ticket is released first
-   * (the client left); `release` gives the bytes back, and may be called any number of times.
-   */
-  ticket (bytes: number): { admitted: Promise<void>, release: () => void } {
-    let state: 'waiting' | 'admitted' | 'released' = 'waiting'
-    let resolve!: () => void
-    let reject!: (error: Error) => void
-    const admitted = new Promise<void>((...settle) => { [resolve, reject] = settle })
-    const entry = {
-      bytes,
-      admit: () => {
-        state = 'admitted'
-        this.inUse += bytes
-        resolve()
-      }
-    }
-    const release = (): void => {
-      if (state === 'released') return
-      if (state === 'admitted') this.inUse -= bytes
-      else {
-        this.waiting.splice(this.waiting.indexOf(entry), 1)
-        reject(new ClientGone('while it waited for memory to receive its body'))
-      }
-      state = 'released'
-      this.admitNext()
-    }
-    this.waiting.push(entry)
-    this.admitNext()
-    return { admitted, release }
+  constructor (readonly bounds: AdmissionBounds) {
+    this.capacity = BODIES_HELD * bounds.limit
   }
 
-  private admitNext (): void {
-    for (let next = this.waiting[0]; next !== undefined; next = this.waiting[0]) {
-      if (this.inUse > 0 && this.inUse + next.bytes > this.capacity) return
-      this.waiting.shift()
-      next.admit()
+  /** Checks deadlines from now on, until no body arrives or waits. */
+  watch (): void {
+    if (this.checker !== undefined) return
+    this.lastCheck = performance.now()
+    this.checker = setInterval(() => { this.check() }, CHECK_INTERVAL_MS)
+  }
+
+  /** Refuses the bodies past their deadline: 408 for an arrival, 503 for a wait (each queue is in order of its deadline). */
+  private check (): void {
+    const now = performance.now()
+    this.stalledMs += Math.max(0, now - this.lastCheck - CHECK_INTERVAL_MS)
+    this.lastCheck = now
+    for (const claim of this.arriving) claim.checkArrival(now)
+    const { admissionTimeoutMs } = this.bounds
+    for (let first = this.waitingForRoom[0]; first !== undefined && first.waitingSince + admissionTimeoutMs <= now; first = this.waitingForRoom[0]) first.notAdmitted('receive')
+    for (let first = this.waitingToParse[0]; first !== undefined && first.waitingSince + admissionTimeoutMs <= now; first = this.waitingToParse[0]) first.notAdmitted('parse')
+    if (this.arriving.size === 0 && this.waitingToParse.length === 0) {
+      clearInterval(this.checker)
+      this.checker = undefined
     }
+  }
+
+  /** A claim for one request's body, to be released once its answer is done or its connection closed. */
+  claim (): BodyClaim {
+    return new BodyClaim(this)
+  }
+
+  /**
+   * Whether `bytes` more fit once the bodies that started arriving before `newcomer` gave way, oldest first. Those that
+   * wait for room are not let in meanwhile: they are older, and next in line to give way.
+   */
+  makeRoom (newcomer: BodyClaim, bytes: number): boolean {
+    for (const older of this.arriving) {
+      if (this.held + bytes <= this.capacity || older === newcomer) break
+      // One that holds nothing yet would free nothing.
+      if (older.bytes > 0) older.giveWay()
+    }
+    return this.held + bytes <= this.capacity
+  }
+
+  /** Lets waiting bodies go on, in order, while they fit. */
+  wake (): void {
+    for (let next = this.waitingForRoom[0]; next !== undefined && next.fitsNow(); next = this.waitingForRoom[0]) {
+      this.waitingForRoom.shift()
+      next.admitWaiting()
+    }
+    for (let next = this.waitingToParse[0]; next !== undefined && this.parseFits(next.bytes); next = this.waitingToParse[0]) {
+      this.waitingToParse.shift()
+      next.startParsing()
+    }
+  }
+
+  /** A body of `bytes` may be parsed now: it fits within HOOKS_BODY_LIMIT beside those being parsed, or it is alone. */
+  parseFits (bytes: number): boolean {
+    return this.parsing === 0 || this.parsing + bytes <= this.bounds.limit
+  }
+}
+
+type ClaimState = 'new' | 'arriving' | 'waiting for room' | 'arrived' | 'waiting to parse' | 'parsing' | 'released'
+
+/** One body's claim on memory: from its first byte to its answer. */
+export class BodyClaim {
+  private state: ClaimState = 'new'
+  /** Bytes received and charged. */
+  bytes = 0
+  /** Bytes received that wait for room before they are charged. */
+  private pending = 0
+  private startedAt = 0
+  /** The admission's stalledMs when the body started arriving. */
+  private stalledBefore = 0
+  /** When the body started waiting for room or to be parsed. */
+  waitingSince = 0
+  private reader: BodyReader | undefined
+  private parseWait: { resolve: () => void, reject: (error: Error) => void } | undefined
+
+  constructor (private readonly admission: BodyAdmission) {}
+
+  /** The body starts arriving: it has HOOKS_BODY_TIMEOUT to arrive whole. */
+  start (reader: BodyReader): void {
+    const { admission } = this
+    this.reader = reader
+    this.state = 'arriving'
+    this.startedAt = performance.now()
+    this.stalledBefore = admission.stalledMs
+    admission.arriving.add(this)
+    admission.watch()
+  }
+
+  /** Refused (408) once HOOKS_BODY_TIMEOUT has passed, plus the time the server could not read it, up to as much again. */
+  checkArrival (now: number): void {
+    const { bodyTimeoutMs } = this.admission.bounds
+    const stalled = Math.min(bodyTimeoutMs, this.admission.stalledMs - this.stalledBefore)
+    if (now < this.startedAt + bodyTimeoutMs + stalled) return
+    this.refuse(new HookError(408, `request body did not arrive within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)}): ` +
+      'send the whole body at once, or raise HOOKS_BODY_TIMEOUT on the hook server if its network is that slow'))
+  }
+
+  /** Waited longer than HOOKS_ADMISSION_TIMEOUT for memory: 503. */
+  notAdmitted (purpose: 'receive' | 'parse'): void {
+    const { admissionTimeoutMs } = this.admission.bounds
+    const error = new HookError(503, `no memory to ${purpose} the request body within HOOKS_ADMISSION_TIMEOUT (${seconds(admissionTimeoutMs)}): ` +
+      `${purpose === 'receive' ? 'the bodies of other calls hold it' : 'other bodies are being parsed'}; retry in ${RETRY_AFTER_SECONDS} s (Metacontroller retries by itself)`)
+    if (purpose === 'receive') return this.refuse(error)
+    const wait = this.parseWait
+    this.parseWait = undefined
+    this.release()
+    wait?.reject(error)
+  }
+
+  /** Charges `bytes` just received: true when they fit; otherwise the reader waits for `resume` (or a refusal). */
+  take (bytes: number): boolean {
+    const { admission } = this
+    // Released: its connection closed, and its reader is about to hear of it.
+    if (this.state === 'released') return false
+    if (admission.held + bytes <= admission.capacity) {
+      admission.held += bytes
+      this.bytes += bytes
+      return true
+    }
+    if (admission.makeRoom(this, bytes)) {
+      admission.held += bytes
+      this.bytes += bytes
+      // What the older bodies gave back beyond these bytes.
+      admission.wake()
+      return true
+    }
+    this.pending = bytes
+    this.state = 'waiting for room'
+    this.waitingSince = performance.now()
+    admission.waitingForRoom.push(this)
+    return false
+  }
+
+  fitsNow (): boolean {
+    return this.admission.held + this.pending <= this.admission.capacity
+  }
+
+  admitWaiting (): void {
+    this.admission.held += this.pending
+    this.bytes += this.pending
+    this.pending = 0
+    this.state = 'arriving'
+    this.reader?.resume()
+  }
+
+  /** Newer bodies need the room: this one, still arriving, is answered 408. */
+  giveWay (): void {
+    const arrivingFor = ((performance.now() - this.startedAt) / 1000).toFixed(1)
+    this.free()
+    this.reader?.refuse(new HookError(408, `request body was still arriving after ${arrivingFor} s when newer calls needed the memory it held ` +
+      `(${BODIES_HELD} bodies of HOOKS_BODY_LIMIT at most): send the whole body at once, then retry`))
+  }
+
+  /** The whole body is in. */
+  arrived (): void {
+    this.admission.arriving.delete(this)
+    this.state = 'arrived'
+  }
+
+  /** Waits until the body may be parsed; 503 after HOOKS_ADMISSION_TIMEOUT, ClientGone if the connection closes first. */
+  async parse (): Promise<void> {
+    const { admission } = this
+    if (this.state === 'released') throw new ClientGone('while it waited for memory to parse its body')
+    if (admission.waitingToParse.length === 0 && admission.parseFits(this.bytes)) {
+      this.startParsing()
+      return
+    }
+    this.state = 'waiting to parse'
+    this.waitingSince = performance.now()
+    admission.waitingToParse.push(this)
+    admission.watch()
+    await new Promise<void>((resolve, reject) => { this.parseWait = { resolve, reject } })
+  }
+
+  startParsing (): void {
+    this.admission.parsing += this.bytes
+    this.state = 'parsing'
+    this.parseWait?.resolve()
+  }
+
+  /**
+   * Gives back everything the body holds: once its answer is done or its connection closed (the response's `close`
+   * covers both), or when it is refused. Any number of calls.
+   */
+  readonly release = (): void => {
+    if (this.state === 'released') return
+    this.free()
+    this.admission.wake()
+  }
+
+  private free (): void {
+    const { admission, state } = this
+    this.state = 'released'
+    admission.held -= this.bytes
+    if (state === 'parsing') admission.parsing -= this.bytes
+    if (state === 'arriving' || state === 'waiting for room') admission.arriving.delete(this)
+    if (state === 'waiting for room') admission.waitingForRoom.splice(admission.waitingForRoom.indexOf(this), 1)
+    if (state === 'waiting to parse') {
+      admission.waitingToParse.splice(admission.waitingToParse.indexOf(this), 1)
+      this.parseWait?.reject(new ClientGone('while it waited for memory to parse its body'))
+    }
+  }
+
+  private refuse (error: HookError): void {
+    this.release()
+    this.reader?.refuse(error)
+  }
+}
+
+/** How long a connection whose body was cut short stays open, half-closed, after its answer: see `closeAfterAnswer`. */
+export const LINGER_MS = 1000
+
+/**
+ * What a refusal of a body (408, 503) needs besides its answer: a 503 says when to retry; a body cut short leaves its
+ * connection unusable, so it is closed once answered.
+ */
+export function prepareRefusal (request: FastifyRequest, reply: FastifyReply, error: unknown, bodyComplete: boolean): void {
+  if (!(error instanceof HookError) || (error.statusCode !== 408 && error.statusCode !== 503)) return
+  if (error.statusCode === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS))
+  if (!bodyComplete) reply.raw.once('finish', () => { closeAfterAnswer(request) })
+}
+
+/**
+ * Closes a connection whose request body is still arriving, in stages, so that the client reads its answer: the
+ * answer is followed by the end of what the server sends, the client's remaining bytes are read and dropped, and the
+ * connection is destroyed when the client closes it or after LINGER_MS. Closed at once (as `Connection: close` makes
+ * Node.js do), unread bytes turn the close into a reset, and a client that is still writing may lose the answer: in
+ * two runs of the slow-client fault test, 22 and 2 of 200 trickling clients did.
+ */
+function closeAfterAnswer (request: FastifyRequest): void {
+  const { socket } = request.raw
+  request.raw.resume()
+  socket.end()
+  setTimeout(() => { socket.destroy() }, LINGER_MS).unref()
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request body's claim on memory, once its reading started. */
+    bodyClaim: BodyClaim | null
   }
 }
 
 /**
- * The `preParsing` hook that admits a body into `budget` before it is read: its Content-Length, or the whole limit for
- * a body without one. The body gives its bytes back when its answer is done or its connection closes, whichever comes
- * first (the response's `close` event covers both). A client that goes away meanwhile is `clientGone`'s.
+ * The `preParsing` hook that waits for memory to parse a body that has arrived (see BodyAdmission); a client that goes
+ * away meanwhile is `clientGone`'s.
  */
-export function bodyAdmission (budget: BodyBudget, limits: BodyLimits, clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void) {
+export function parseAdmission (clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const header = request.headers['content-length']
-    const length = header === undefined ? undefined : Number(header)
-    if (length !== undefined && length > limits.bytes) throw bodyTooLarge(limits.bytes)
-    const ticket = budget.ticket(length ?? limits.bytes)
-    reply.raw.once('close', ticket.release)
     try {
-      await ticket.admitted
+      await request.bodyClaim?.parse()
     } catch (error) {
       if (error instanceof ClientGone) return clientGone(request, reply, error)
+      prepareRefusal(request, reply, error, true)
       throw error
     }
   }

@@ -8,7 +8,7 @@ import { bodyLimits } from '../request-body.js'
 import { kubernetesTime } from '../wire/conditions.js'
 import { CompositeRequestSchema, DecoratorRequestSchema, type KubernetesObject } from '../wire/schemas.js'
 import { bearerAuth } from './bearer-auth.js'
-import { BodyBudget, bodyAdmission } from './body-admission.js'
+import { BodyAdmission, parseAdmission } from './body-admission.js'
 import { bodyReading } from './body-reading.js'
 import { hookTelemetry, type CallSummary, type HookResponse } from './hook-telemetry.js'
 import { answerNotModified } from './not-modified.js'
@@ -21,22 +21,26 @@ export interface HookRoutesOptions {
   bearerTokens: BearerTokenSource | undefined
   /** HOOKS_BODY_LIMIT, in bytes. */
   bodyLimit: number
+  /** HOOKS_BODY_TIMEOUT. */
+  bodyTimeoutMs: number
+  /** HOOKS_ADMISSION_TIMEOUT. */
+  admissionTimeoutMs: number
 }
 
 /**
  * `POST /<controller>/sync` and `/finalize` for every controller. A request meets, in order: the bearer token
- * (bearer-auth.ts), its admission into memory (body-admission.ts), its body read and digested (body-reading.ts), the
- * 304 for an unchanged request (not-modified.ts), the JSON parser (request-body.ts), the request schema
- * (wire/schemas.ts), then the handler here: the parent read (parent.ts) and the controller's hook run. Its answer is
- * logged and counted (hook-telemetry.ts).
+ * (bearer-auth.ts), its body read into memory and digested (body-reading.ts, body-admission.ts), the 304 for an
+ * unchanged request (not-modified.ts), its turn to be parsed (body-admission.ts), the JSON parser (request-body.ts),
+ * the request schema (wire/schemas.ts), then the handler here: the parent read (parent.ts) and the controller's
+ * hook run. Its answer is logged and counted (hook-telemetry.ts).
  */
 export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (fastify, options) => {
   const limits = bodyLimits(options.bodyLimit)
   const authenticate = bearerAuth(fastify, options.bearerTokens)
   const telemetry = hookTelemetry(fastify, options.metrics)
-  // One body of the largest size at a time, or several smaller ones (see BodyBudget).
-  const admitBody = bodyAdmission(new BodyBudget(options.bodyLimit), limits, telemetry.clientGone)
-  const readBody = bodyReading(fastify, limits, telemetry.clientGone)
+  const admission = new BodyAdmission({ limit: options.bodyLimit, bodyTimeoutMs: options.bodyTimeoutMs, admissionTimeoutMs: options.admissionTimeoutMs })
+  const readBody = bodyReading(fastify, { admission, limits, clientGone: telemetry.clientGone })
+  const admitToParsing = parseAdmission(telemetry.clientGone)
 
   /** Reads the parent, runs the hook, and keeps what the log line and the metric need; an answer carries its ETag. */
   const call = async <Response extends HookResponse>(
@@ -62,7 +66,9 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const route = (hook: HookName) => ({
       config: { controller: controller.name, hook },
       ...(authenticate === undefined ? {} : { onRequest: authenticate }),
-      preParsing: etags ? [admitBody, readBody(requestDigest(controller, hook)), answerNotModified] : [admitBody, readBody(undefined)],
+      preParsing: etags
+        ? [readBody(requestDigest(controller, hook)), answerNotModified, admitToParsing]
+        : [readBody(undefined), admitToParsing],
       onResponse: telemetry.logCall
     })
     if (controller.type === 'composite') {

@@ -33,6 +33,7 @@ function readyCondition (response: HookResponse | undefined): Condition | undefi
 
 function outcomeOf (hook: HookName, statusCode: number, response: HookResponse | undefined): Outcome {
   if (statusCode === 304) return 'not_modified'
+  if (statusCode === 503) return 'overloaded'
   if (statusCode >= 500) return 'error'
   if (statusCode >= 400) return 'rejected'
   if (response === undefined) return 'ok'
@@ -44,7 +45,7 @@ function outcomeOf (hook: HookName, statusCode: number, response: HookResponse |
 export interface HookTelemetry {
   /** The route's `onResponse` hook. */
   logCall: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
-  /** A client that closed its connection before its body arrived or was admitted: said once, at info, and counted. */
+  /** A client that closed its connection before its body arrived or was parsed: said once, at info, and counted. */
   clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void
 }
 
@@ -90,7 +91,7 @@ export function hookTelemetry (fastify: FastifyInstance, metrics: Metrics): Hook
       const { controller, hook } = reply.routeOptions.config
       if (controller === undefined || hook === undefined) return
       const durationMs = observe(controller, hook, 'aborted', reply)
-      request.log.info({ controller, hook, outcome: 'aborted', durationMs }, `${controller} ${hook} aborted: ${error.message}`)
+      request.log.info({ controller, hook, outcome: 'aborted', bytesReceived: request.bodyClaim?.bytes, durationMs }, `${controller} ${hook} aborted: ${error.message}`)
     }
   }
 }

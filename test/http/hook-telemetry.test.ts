@@ -42,12 +42,13 @@ test('a client that goes away mid-body is one info line saying so, and counted a
   for (const line of aborted) {
     assert.equal(line.level, 30)
     assert.equal(line.outcome, 'aborted')
+    assert.equal(line.bytesReceived, 100)
   }
   assert.deepEqual(built.logs().filter((line) => line.level >= ERROR), [])
   assert.equal(await abortedCount(built, 'podset'), '2')
 })
 
-test('a client that goes away while it waits for memory for its body is one info line saying so, and counted as aborted', async (t) => {
+test('a client that goes away while its body waits to be parsed is one info line saying so, and counted as aborted', async (t) => {
   let open = (): void => {}
   const gate = new Promise<void>((resolve) => { open = resolve })
   const gated: CompositeController<any> = { ...podSet, name: 'gated', hooks: { sync: async (request, context) => { await gate; return podSet.hooks.sync(request, context) } } }
@@ -59,7 +60,7 @@ test('a client that goes away while it waits for memory for its body is one info
   const waiting = slowBody({ port, path: '/gated/sync', length: body.length, burst: body.length })
   await sleep(100)
   waiting.close()
-  const aborted = await loggedSoon(built, 1, (line) => line.msg === 'gated sync aborted: the client closed the connection while it waited for memory to receive its body')
+  const aborted = await loggedSoon(built, 1, (line) => line.msg === 'gated sync aborted: the client closed the connection while it waited for memory to parse its body')
   open()
   assert.equal((await holding).status, 200)
   assert.equal(aborted.length, 1, JSON.stringify(built.logs()))
