@@ -9,9 +9,10 @@ import type { Controller, HookName } from './controller.js'
  * parent (kind, namespace, name), the last 200 answer that carried an `ETag`, sends that ETag back in
  * `If-None-Match`, and on a 304 reuses the answer it kept.
  *
- * Here an ETag names the request itself: the hook's identity (the build that answers, the controller, the hook) and a
- * digest of the request's bytes as they arrive. Equal ETags mean the same code got a byte-identical request, so a 304
- * needs neither decoding nor parsing. That is sound only where the answer is a function of the request: a
+ * Here an ETag names the request itself: the hook's identity (the build that answers, the configuration that can change
+ * its answer to the same bytes, the controller, the hook) and a digest of the request's bytes as they arrive. Equal
+ * ETags mean the same code, configured alike, got a byte-identical request, so a 304 needs neither decoding nor
+ * parsing, and is never the answer to a request this server would refuse. That is sound only where the answer is a function of the request: a
  * controller that declares no I/O (`needs: []`). Its hooks get no configuration and no state, only the clock, which
  * stamps `lastTransitionTime` on a condition whose status changes (wire/conditions.ts); a repeated request then gets
  * the answer kept from its first call, stamped when that change was first seen, which is the truer time anyway.
@@ -72,9 +73,12 @@ export class RequestDigest {
   }
 }
 
-/** New digests of one hook's requests. */
-export function requestDigest (controller: Controller, hook: HookName): () => RequestDigest {
-  const identity = createHash('sha256').update(`${buildIdentity()}\n${controller.name}\n${hook}\n`).digest('base64url').slice(0, 16)
+/**
+ * New digests of one hook's requests. `bodyLimit` (HOOKS_BODY_LIMIT) is the one setting that changes the answer to the
+ * same bytes once they have arrived: it bounds the JSON values a body may have, checked when the body is parsed.
+ */
+export function requestDigest (controller: Controller, hook: HookName, bodyLimit: number): () => RequestDigest {
+  const identity = createHash('sha256').update(`${buildIdentity()}\n${controller.name}\n${hook}\nHOOKS_BODY_LIMIT=${bodyLimit}\n`).digest('base64url').slice(0, 16)
   return () => new RequestDigest(identity)
 }
 

@@ -151,9 +151,9 @@ test('over HTTP: every composite\'s hooks carry ETags; PostgresWriter\'s never d
 })
 
 test('a 304 is answered from the bytes alone: a body that is not even JSON gets it when its If-None-Match holds', async (t) => {
-  const { app } = await build(t, { databaseUrl: false, controllers: [podSet, bookStore] })
+  const { app, config } = await build(t, { databaseUrl: false, controllers: [podSet, bookStore] })
   const payload = '{"this is": not JSON'
-  const digest = requestDigest(podSet, 'sync')()
+  const digest = requestDigest(podSet, 'sync', config.bodyLimit)()
   digest.update(Buffer.from(payload))
   const tag = digest.etag()
   const answer = await postText(app, '/podset/sync', payload, { 'if-none-match': tag })
@@ -165,6 +165,23 @@ test('a 304 is answered from the bytes alone: a body that is not even JSON gets 
   assert.equal(otherHook.statusCode, 400, 'the same bytes to another hook are another request')
   const metrics = await app.inject({ method: 'GET', url: '/metrics' })
   assert.match(metrics.body, /metacontroller_hooks_duration_seconds_count\{controller="podset",hook="sync",outcome="not_modified"\} 1/)
+})
+
+test('a request refused under this server\'s HOOKS_BODY_LIMIT gets its refusal, not a 304, whatever ETag it carries', async (t) => {
+  const wide = await build(t, { databaseUrl: false, controllers: [podSet] })
+  const narrow = await build(t, { databaseUrl: false, controllers: [podSet], env: { HOOKS_BODY_LIMIT: '8Ki' } })
+  // Within 8 KiB, with more JSON values than 8Ki allows (512), fewer than the default allows.
+  const body = JSON.stringify({ ...fixture('podset', 'first-sync'), extra: new Array(700).fill(0) })
+  assert.ok(body.length < 8 * 1024)
+  const served = await postText(wide.app, '/podset/sync', body)
+  assert.equal(served.statusCode, 200)
+  const tag = served.headers.etag as string
+  assert.equal((await postText(wide.app, '/podset/sync', body, { 'if-none-match': tag })).statusCode, 304)
+  for (const headers of [{}, { 'if-none-match': tag }] as Array<Record<string, string>>) {
+    const refused = await postText(narrow.app, '/podset/sync', body, headers)
+    assert.equal(refused.statusCode, 413, JSON.stringify(headers))
+    assert.match(refused.json().message, /^request body has more than 512 JSON values/)
+  }
 })
 
 test('If-None-Match holds the ETag alone, in a list, or weak; not another tag, and not *', () => {

@@ -67,7 +67,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
       config: { controller: controller.name, hook },
       ...(authenticate === undefined ? {} : { onRequest: authenticate }),
       preParsing: etags
-        ? [readBody(requestDigest(controller, hook)), answerNotModified, admitToParsing]
+        ? [readBody(requestDigest(controller, hook, options.bodyLimit)), answerNotModified, admitToParsing]
         : [readBody(undefined), admitToParsing],
       onResponse: telemetry.logCall
     })
