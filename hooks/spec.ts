@@ -65,6 +65,9 @@ function isPlainObject (value: unknown): value is Record<string, unknown> {
 
 /** TypeBox says only "Expected union value" for an enum or an int-or-string: name what is accepted instead. */
 function describe (error: ValueError): string {
+  // A schema's own message says what Metacontroller sends and what to do.
+  const own = (error.schema as { errorMessage?: unknown }).errorMessage
+  if (typeof own === 'string') return own
   const options = (error.schema as { anyOf?: Array<{ const?: unknown, type?: unknown }> }).anyOf
   if (error.type !== ValueErrorType.Union || options === undefined) return error.message
   if (options.every((option) => 'const' in option)) return `Expected one of ${options.map((option) => JSON.stringify(option.const)).join(', ')}`

@@ -4,7 +4,7 @@ import type pg from 'pg'
 import { hookNames, type Controller } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
 import { build, postText } from './helpers/app.js'
-import { fixture, requestFixtures } from './helpers/fixtures.js'
+import { fixture, forHook, requestFixtures } from './helpers/fixtures.js'
 import { edgeResources, refusedResources, resourceJson } from './helpers/refused-resources.js'
 
 type Json = Record<string, any>
@@ -29,7 +29,7 @@ test('a parent without a name, or with an empty one, gets 422 from every hook of
         const body: Json = structuredClone(request)
         if (name === undefined) delete parentOf(body).metadata.name
         else parentOf(body).metadata.name = name
-        const response = await app.inject({ method: 'POST', url: `/${controller.name}/${hook}`, payload: body })
+        const response = await app.inject({ method: 'POST', url: `/${controller.name}/${hook}`, payload: forHook(body, hook) })
         const where = `${controller.name} ${hook} with name ${JSON.stringify(name)}`
         assert.equal(response.statusCode, 422, where)
         const field = controller.type === 'composite' ? 'parent' : 'object'
@@ -60,7 +60,7 @@ test('every hook of every controller refuses a parent of another kind, or of ano
     const ownVersion = { ...parentOf(requestFixtures(controller.name)[0] as Json), apiVersion: `${controller.resource.group}/v0` }
     for (const hook of hookNames(controller)) {
       for (const parent of [stranger, ownVersion] as Json[]) {
-        const response = await app.inject({ method: 'POST', url: `/${controller.name}/${hook}`, payload: requestFor(controller, parent) })
+        const response = await app.inject({ method: 'POST', url: `/${controller.name}/${hook}`, payload: forHook(requestFor(controller, parent), hook) })
         const where = `${parent.apiVersion} ${parent.kind} to ${controller.name} ${hook}`
         assert.equal(response.statusCode, 400, where)
         const { message } = response.json()
@@ -82,7 +82,7 @@ test('a name that is no DNS subdomain, or a namespace that is no DNS label, gets
         for (const value of values) {
           const body = structuredClone(request) as Json
           parentOf(body).metadata[key] = value
-          const response = await app.inject({ method: 'POST', url: `/${controller.name}/${hook}`, payload: body })
+          const response = await app.inject({ method: 'POST', url: `/${controller.name}/${hook}`, payload: forHook(body, hook) })
           const where = `${controller.name} ${hook} with ${key} ${JSON.stringify(value.slice(0, 20))}`
           assert.equal(response.statusCode, 422, where)
           assert.match(response.json().message, new RegExp(`^${field}\\.metadata\\.${key} `), where)

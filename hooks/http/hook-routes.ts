@@ -6,7 +6,7 @@ import { answersFromRequestAlone, requestDigest } from '../etag.js'
 import type { Metrics } from '../metrics.js'
 import { bodyLimits } from '../request-body.js'
 import { kubernetesTime } from '../wire/conditions.js'
-import { CompositeRequestSchema, DecoratorRequestSchema, type KubernetesObject } from '../wire/schemas.js'
+import { CompositeRequestSchemas, DecoratorRequestSchemas, type KubernetesObject } from '../wire/schemas.js'
 import { bearerAuth } from './bearer-auth.js'
 import { BodyAdmission, parseAdmission } from './body-admission.js'
 import { bodyReading } from './body-reading.js'
@@ -31,7 +31,7 @@ export interface HookRoutesOptions {
  * `POST /<controller>/sync` and `/finalize` for every controller. A request meets, in order: the bearer token
  * (bearer-auth.ts), its body read into memory and digested (body-reading.ts, body-admission.ts), the 304 for an
  * unchanged request (not-modified.ts), its turn to be parsed (body-admission.ts), the JSON parser (request-body.ts),
- * the request schema (wire/schemas.ts), then the handler here: the parent read (parent.ts) and the controller's
+ * the hook's request schema (wire/schemas.ts), then the handler here: the parent read (parent.ts) and the controller's
  * hook run. Its answer is logged and counted (hook-telemetry.ts).
  */
 export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (fastify, options) => {
@@ -73,12 +73,12 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     })
     if (controller.type === 'composite') {
       for (const [hook, run] of definedHooks(servedHooks(controller))) {
-        fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: CompositeRequestSchema } }, async (request, reply) =>
+        fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: CompositeRequestSchemas[hook] } }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.parent, async (context) => await run(request.body, context)))
       }
     } else {
       for (const [hook, run] of definedHooks(servedHooks(controller))) {
-        fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: DecoratorRequestSchema } }, async (request, reply) =>
+        fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: DecoratorRequestSchemas[hook] } }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.object, async (context) => await run(request.body, context)))
       }
     }

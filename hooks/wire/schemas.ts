@@ -1,4 +1,4 @@
-import { Type, type Static } from '@sinclair/typebox'
+import { Type, type Static, type TSchema } from '@sinclair/typebox'
 
 /**
  * Metacontroller's v2 hook wire format (sync and finalize), shared by every controller.
@@ -50,17 +50,36 @@ export const CommonStatusProperties = {
 
 const controllerField = Type.Object({}, { additionalProperties: true })
 
-export const CompositeRequestSchema = Type.Object(
-  {
-    controller: controllerField,
-    parent: KubernetesObjectSchema,
-    children: ObjectMapSchema,
-    related: Type.Optional(ObjectMapSchema),
-    finalizing: Type.Optional(Type.Boolean())
-  },
-  { additionalProperties: true }
-)
-export type CompositeRequest = Static<typeof CompositeRequestSchema>
+/**
+ * `finalizing` as each hook receives it. Metacontroller v2 always sends it: `true` to the finalize hook, `false` to sync
+ * (also for a parent being deleted, when the controller has no finalize hook). A request that says otherwise is not
+ * one Metacontroller sends to that hook, and nothing is done for it.
+ */
+const Finalizing = {
+  sync: Type.Optional(Type.Literal(false, {
+    errorMessage: 'must be false or absent on a sync hook: Metacontroller sends finalizing: true only to a finalize hook, so nothing was done; send the request there'
+  })),
+  finalize: Type.Literal(true, {
+    errorMessage: 'must be true on a finalize hook, as Metacontroller sends it, so nothing was done; a request with finalizing false or absent is a sync request: send it to the sync hook'
+  })
+}
+
+function compositeRequest<F extends TSchema> (finalizing: F) {
+  return Type.Object(
+    {
+      controller: controllerField,
+      parent: KubernetesObjectSchema,
+      children: ObjectMapSchema,
+      related: Type.Optional(ObjectMapSchema),
+      finalizing
+    },
+    { additionalProperties: true }
+  )
+}
+
+/** A CompositeController's hook requests, by hook. */
+export const CompositeRequestSchemas = { sync: compositeRequest(Finalizing.sync), finalize: compositeRequest(Finalizing.finalize) }
+export type CompositeRequest = Static<typeof CompositeRequestSchemas.sync> | Static<typeof CompositeRequestSchemas.finalize>
 
 export const CompositeResponseSchema = Type.Object(
   {
@@ -73,17 +92,22 @@ export const CompositeResponseSchema = Type.Object(
 )
 export type CompositeResponse = Static<typeof CompositeResponseSchema>
 
-export const DecoratorRequestSchema = Type.Object(
-  {
-    controller: controllerField,
-    object: KubernetesObjectSchema,
-    attachments: ObjectMapSchema,
-    related: Type.Optional(ObjectMapSchema),
-    finalizing: Type.Optional(Type.Boolean())
-  },
-  { additionalProperties: true }
-)
-export type DecoratorRequest = Static<typeof DecoratorRequestSchema>
+function decoratorRequest<F extends TSchema> (finalizing: F) {
+  return Type.Object(
+    {
+      controller: controllerField,
+      object: KubernetesObjectSchema,
+      attachments: ObjectMapSchema,
+      related: Type.Optional(ObjectMapSchema),
+      finalizing
+    },
+    { additionalProperties: true }
+  )
+}
+
+/** A DecoratorController's hook requests, by hook. */
+export const DecoratorRequestSchemas = { sync: decoratorRequest(Finalizing.sync), finalize: decoratorRequest(Finalizing.finalize) }
+export type DecoratorRequest = Static<typeof DecoratorRequestSchemas.sync> | Static<typeof DecoratorRequestSchemas.finalize>
 
 export const DecoratorResponseSchema = Type.Object(
   {

@@ -24,6 +24,11 @@ export function fixtureNames (controller: string): string[] {
   return names
 }
 
+/** `request` as Metacontroller sends it to `hook`: `finalizing` is true on finalize, false on sync. */
+export function forHook<T extends object> (request: T, hook: 'sync' | 'finalize'): T & { finalizing: boolean } {
+  return { ...request, finalizing: hook === 'finalize' }
+}
+
 /** Every request fixture of a controller, in the order of their names. */
 export function requestFixtures (controller: string): Array<Record<string, any>> {
   return fixtureNames(controller).map((name) => fixture(controller, name))
