@@ -50,8 +50,16 @@ export const VISIBLE_ASCII = '[!-~]'
 export interface CustomResourceDefinition<Spec extends TObject, StatusFields extends TProperties> {
   group: string
   version: string
+  /** PascalCase, as in `kind:` of a manifest. */
   kind: string
+  /** What `kubectl get` takes, and the CRD's name before the group. Default: the kind in lowercase, in the English plural. */
+  plural?: string
+  /** Default: the kind in lowercase. */
+  singular?: string
+  /** Abbreviations `kubectl get` takes (`pgw`). */
   shortNames?: string[]
+  /** Groups `kubectl get <category>` lists together with other kinds (`all` is one). */
+  categories?: string[]
   /** The spec as the hook sees it: a field with a default is required here, and optional in the CRD. */
   spec: Spec
   /** The controller's own status fields; `observedGeneration` and `conditions` follow them. */
@@ -81,18 +89,42 @@ const READY_COLUMN: PrinterColumn = { name: 'Ready', type: 'string', jsonPath: '
 const AGE_COLUMN: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' }
 
 /**
+ * The English plural of a lowercase word by the regular rules (class → classes, policy → policies, configcopy →
+ * configcopies, gateway → gateways); an irregular one is set as `plural`.
+ */
+export function englishPlural (word: string): string {
+  if (/(s|x|z|ch|sh)$/.test(word)) return `${word}es`
+  if (/[^aeiou]y$/.test(word)) return `${word.slice(0, -1)}ies`
+  return `${word}s`
+}
+
+/** What the API server asks of a CRD's plural, singular, short names and categories (a DNS-1035 label). */
+const NAME = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/
+
+/** The names of a resource, checked when its module loads, so that a bad one fails every test and `npm run manifests` with the reason. */
+function resourceNames (definition: Pick<CustomResourceDefinition<TObject, TProperties>, 'kind' | 'plural' | 'singular' | 'shortNames' | 'categories'>): { plural: string, singular: string } {
+  const { kind } = definition
+  if (!/^[A-Z][A-Za-z0-9]{0,62}$/.test(kind)) throw new Error(`kind ${JSON.stringify(kind)} cannot name a resource: use PascalCase letters and digits, starting with a capital (ConfigCopy)`)
+  const singular = definition.singular ?? kind.toLowerCase()
+  const plural = definition.plural ?? englishPlural(singular)
+  const named: Array<[string, string]> = [['plural', plural], ['singular', singular], ...(definition.shortNames ?? []).map((name): [string, string] => ['short name', name]), ...(definition.categories ?? []).map((name): [string, string] => ['category', name])]
+  for (const [what, name] of named) {
+    if (!NAME.test(name)) throw new Error(`${kind}: ${what} ${JSON.stringify(name)} is not a lowercase DNS label (letters, digits and '-', starting with a letter, at most 63 characters), as the API server requires`)
+  }
+  return { plural, singular }
+}
+
+/**
  * A custom resource from its group, version, kind and schemas: names, the common status fields, the Ready and Age
  * columns and the parsers derived.
  */
 export function customResource<Spec extends TObject, StatusFields extends TProperties> (definition: CustomResourceDefinition<Spec, StatusFields>): CustomResource<Spec, StatusFields> {
-  const lowercase = definition.kind.toLowerCase()
   const ownReady = definition.printerColumns.some((column) => column.name === READY_COLUMN.name)
   return {
     ...definition,
+    ...resourceNames(definition),
     statusSchema: Type.Object({ ...definition.status, ...CommonStatusProperties }),
     apiVersion: `${definition.group}/${definition.version}`,
-    plural: `${lowercase}s`,
-    singular: lowercase,
     listKind: `${definition.kind}List`,
     printerColumns: [...definition.printerColumns, ...(ownReady ? [] : [READY_COLUMN]), AGE_COLUMN],
     parseSpec: specParser(definition.spec, definition.kind),

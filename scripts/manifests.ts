@@ -81,7 +81,8 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
         listKind: resource.listKind,
         plural: resource.plural,
         singular: resource.singular,
-        ...(resource.shortNames === undefined ? {} : { shortNames: resource.shortNames })
+        ...(resource.shortNames === undefined ? {} : { shortNames: resource.shortNames }),
+        ...(resource.categories === undefined ? {} : { categories: resource.categories })
       },
       versions: [{
         name: resource.version,

@@ -1,0 +1,48 @@
+import assert from 'node:assert/strict'
+import { test } from 'node:test'
+import { Type } from '@sinclair/typebox'
+import { controllers } from '../hooks/controllers.js'
+import { customResource, englishPlural } from '../hooks/custom-resource.js'
+import { customResourceDefinition, metacontrollerManifest } from '../scripts/manifests.js'
+
+const definition = { group: 'example.com', version: 'v1alpha1', spec: Type.Object({}), status: {}, printerColumns: [] }
+
+test('the default plural is the English one', () => {
+  const plurals = {
+    configcopy: 'configcopies',
+    policy: 'policies',
+    class: 'classes',
+    box: 'boxes',
+    quiz: 'quizes',
+    batch: 'batches',
+    mesh: 'meshes',
+    gateway: 'gateways'
+  }
+  for (const [word, plural] of Object.entries(plurals)) assert.equal(englishPlural(word), plural, word)
+  // The original operators' CRDs keep their names.
+  const originals = { 'postgres-writer': 'postgreswriters', bookstore: 'bookstores', podset: 'podsets', 'pulsar-consumer': 'pulsarconsumers' }
+  for (const [name, plural] of Object.entries(originals)) assert.equal(controllers.find((c) => c.name === name)?.resource.plural, plural, name)
+})
+
+test('plural, singular, short names and categories are set in the resource; the CRD and the Metacontroller controller name it alike', () => {
+  const derived = customResource({ ...definition, kind: 'ConfigCopy' })
+  assert.deepEqual([derived.plural, derived.singular, derived.listKind], ['configcopies', 'configcopy', 'ConfigCopyList'])
+  const named = customResource({ ...definition, kind: 'Quiz', plural: 'quizzes', singular: 'quiz', shortNames: ['qz'], categories: ['school', 'all'] })
+  const crd = customResourceDefinition(named) as any
+  assert.equal(crd.metadata.name, 'quizzes.example.com')
+  assert.deepEqual(crd.spec.names, { kind: 'Quiz', listKind: 'QuizList', plural: 'quizzes', singular: 'quiz', shortNames: ['qz'], categories: ['school', 'all'] })
+  const controller = metacontrollerManifest({ type: 'composite', name: 'quiz', resource: named, needs: [], childResources: [], hooks: { sync: () => ({ status: {}, children: [] }) } }) as any
+  assert.deepEqual(controller.spec.parentResource, { apiVersion: 'example.com/v1alpha1', resource: 'quizzes' })
+  for (const c of controllers) {
+    const { spec } = metacontrollerManifest(c) as any
+    const parent = c.type === 'composite' ? spec.parentResource : spec.resources[0]
+    assert.equal(parent.resource, (customResourceDefinition(c.resource) as any).spec.names.plural, c.name)
+  }
+})
+
+test('a name the API server would refuse fails when the resource is defined, saying which and why', () => {
+  assert.throws(() => customResource({ ...definition, kind: 'configCopy' }), /^Error: kind "configCopy" cannot name a resource: use PascalCase/)
+  assert.throws(() => customResource({ ...definition, kind: 'Quiz', plural: 'Quizzes' }), /^Error: Quiz: plural "Quizzes" is not a lowercase DNS label/)
+  assert.throws(() => customResource({ ...definition, kind: 'Quiz', shortNames: ['q_z'] }), /^Error: Quiz: short name "q_z" is not a lowercase DNS label/)
+  assert.throws(() => customResource({ ...definition, kind: 'Quiz', categories: [''] }), /^Error: Quiz: category "" is not a lowercase DNS label/)
+})
