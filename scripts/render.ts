@@ -1,33 +1,18 @@
-import { readFile } from 'node:fs/promises'
 import { parseArgs } from 'node:util'
-import { parseAllDocuments, stringify } from 'yaml'
+import { stringify } from 'yaml'
 import { controllers } from '../hooks/controllers.js'
-import { hookContext, servedHooks, type Controller } from '../hooks/controller.js'
-import { kubernetesTime } from '../hooks/wire/conditions.js'
-import { groupKey, objectKey } from '../hooks/wire/objects.js'
-import type { KubernetesObject, ObjectMap } from '../hooks/wire/schemas.js'
+import { syncAnswer } from './hook-answer.js'
+import { planSync, type ChildChange, type FieldChange, type Plan } from './metacontroller-apply.js'
 import { metacontrollerManifest } from './manifests.js'
+import { observedChildren, readObjects } from './observed-children.js'
 
 /**
- * npm run -s render -- <cr.yaml> [--observed <children.yaml>]
- * Prints, as YAML, what a composite's sync hook answers for a custom resource: no cluster, no database. (`-s` keeps
- * npm's banner out of the output.)
+ * npm run -s render -- <cr.yaml> [--observed <children.yaml>] [--diff]
+ * Prints, as YAML, what a composite's sync hook answers for a custom resource: no cluster, no database. With
+ * --diff, what Metacontroller would do with that answer instead. (`-s` keeps npm's banner out of the output.)
  */
 
-const usage = 'usage: npm run -s render -- <custom-resource.yaml> [--observed <children.yaml>]'
-
-async function readObjects (path: string): Promise<KubernetesObject[]> {
-  const text = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => fail(`cannot read ${path}: ${error.code ?? error.message}`))
-  const documents = parseAllDocuments(text)
-  const objects: KubernetesObject[] = []
-  for (const document of Array.isArray(documents) ? documents : [documents]) {
-    if (document.errors.length > 0) fail(`${path} is not valid YAML: ${document.errors[0]?.message}`)
-    const value = document.toJS() as (KubernetesObject & { items?: KubernetesObject[] }) | null
-    if (value === null) continue
-    objects.push(...(value.kind === 'List' && Array.isArray(value.items) ? value.items : [value]))
-  }
-  return objects
-}
+const usage = 'usage: npm run -s render -- <custom-resource.yaml> [--observed <children.yaml>] [--diff]'
 
 function fail (message: string): never {
   process.stderr.write(`${message}\n`)
@@ -36,27 +21,30 @@ function fail (message: string): never {
 
 let resourcePath: string | undefined
 let observedPath: string | undefined
+let diff = false
 try {
-  const { values, positionals } = parseArgs({ options: { observed: { type: 'string' } }, allowPositionals: true })
+  const { values, positionals } = parseArgs({ options: { observed: { type: 'string' }, diff: { type: 'boolean' } }, allowPositionals: true })
   if (positionals.length !== 1) fail(usage)
   resourcePath = positionals[0]
   observedPath = values.observed
+  diff = values.diff === true
 } catch (error) {
   fail(`${(error as Error).message}\n${usage}`)
 }
 if (resourcePath === undefined) fail(usage)
 
-const [parent] = await readObjects(resourcePath)
+const read = async (path: string): ReturnType<typeof readObjects> => await readObjects(path).catch((error: Error) => fail(error.message))
+const [parent] = await read(resourcePath)
 if (parent === undefined) fail(`${resourcePath} holds no object`)
 const controller = controllers.find(({ resource }) => parent.apiVersion === resource.apiVersion && parent.kind === resource.kind)
 if (controller === undefined) {
   fail(`${parent.apiVersion} ${parent.kind} is not served here; render knows ${controllers.map((c) => `${c.resource.apiVersion} ${c.resource.kind}`).join(', ')}`)
 }
 if (controller.needs.length > 0) {
-  fail(`${parent.kind} needs ${controller.needs.join(' and ')}, so it has no offline answer: run \`npm start\` and curl /${controller.name}/sync with a fixture (see README)`)
+  fail(`${parent.kind} needs ${controller.needs.join(' and ')}, so it has no offline answer: run \`npm start\` and curl /${controller.name}/sync with a fixture (see docs/render.md)`)
 }
 if (controller.type !== 'composite') {
-  fail(`render answers for CompositeControllers, and ${controller.name} is a DecoratorController: run \`npm start\` and curl /${controller.name}/sync with a fixture (see README)`)
+  fail(`render answers for CompositeControllers, and ${controller.name} is a DecoratorController: run \`npm start\` and curl /${controller.name}/sync with a fixture (see docs/render.md)`)
 }
 
 const namespace = parent.metadata.namespace ?? 'default'
@@ -66,36 +54,46 @@ const request = {
     ...parent,
     metadata: { generation: 1, uid: '00000000-0000-0000-0000-000000000000', ...parent.metadata, namespace }
   },
-  children: observedChildren(controller, observedPath === undefined ? [] : await readObjects(observedPath), namespace),
+  children: observedPath === undefined ? {} : await read(observedPath).then((objects) => { try { return observedChildren(controller, parent, objects, observedPath) } catch (error) { return fail((error as Error).message) } }),
   related: {},
   finalizing: false
 }
-try {
-  const answer = await servedHooks(controller).sync(request, hookContext(controller, request.parent, kubernetesTime(new Date()), {}))
-  process.stdout.write(stringify(answer, { lineWidth: 0, aliasDuplicateObjects: false }))
-} catch (error) {
-  fail(`the hook refused ${parent.kind} ${namespace}/${parent.metadata.name}: ${(error as Error).message}`)
+const { statusCode, body: answer } = await syncAnswer(controller, request, () => new Date())
+const refusal = `the hook answers ${statusCode} for ${parent.kind} ${namespace}/${String(parent.metadata.name)}: ${String(answer.message)}`
+const yaml = (value: unknown): string => stringify(value, { lineWidth: 0, aliasDuplicateObjects: false })
+if (!diff) {
+  if (statusCode !== 200) fail(refusal)
+  process.stdout.write(yaml(answer))
+} else if (statusCode !== 200) {
+  // Metacontroller keeps everything as it is after a failed hook call, and shows why on the parent.
+  process.stdout.write(yaml({ errors: [`${refusal} Metacontroller changes nothing, and shows this in a SyncError event on the parent`] }))
+} else {
+  process.stdout.write(yaml(planOutput(planSync(controller, request.parent, request.children, answer))))
 }
 
-/**
- * The observed children as Metacontroller groups them; groups without objects may be left out, hooks treat them as
- * empty. An object of a kind the controller does not own is refused: Metacontroller would never send it.
- */
-function observedChildren (composite: Extract<Controller, { type: 'composite' }>, objects: KubernetesObject[], parentNamespace: string): ObjectMap {
-  const map: ObjectMap = {}
-  const strangers: string[] = []
-  for (const object of objects) {
-    const withNamespace = { ...object, metadata: { ...object.metadata, namespace: object.metadata?.namespace ?? parentNamespace } }
-    if (!composite.childResources.some(({ apiVersion, kind }) => apiVersion === object.apiVersion && kind === object.kind)) {
-      strangers.push(`${object.apiVersion} ${object.kind} ${objectKey(withNamespace)}`)
-      continue
-    }
-    const group = map[groupKey(object.kind, object.apiVersion)] ??= {}
-    group[objectKey(withNamespace)] = withNamespace
+/** A field change as `field: { from, to }`; a side that has no value is left out. */
+function fieldsOutput (fields: FieldChange[]): Record<string, unknown> {
+  return Object.fromEntries(fields.map(({ field, from, to, note }) => [field, note ?? { ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) }]))
+}
+
+function changesOutput (changes: ChildChange[]): unknown[] {
+  return changes.map(({ child, strategy, fields }) => ({ [child]: { strategy, fields: fieldsOutput(fields) } }))
+}
+
+/** The plan, its empty parts left out, each part under a name that says what Metacontroller does. */
+function planOutput (plan: Plan): Record<string, unknown> {
+  const parts: Record<string, unknown> = {
+    errors: plan.errors,
+    childrenUnmanaged: plan.childrenUnmanaged,
+    delete: plan.delete,
+    create: plan.create,
+    update: changesOutput(plan.update),
+    recreate: changesOutput(plan.recreate),
+    leftAsIs: changesOutput(plan.leftAsIs),
+    waitForDeletion: changesOutput(plan.waitForDeletion),
+    beingDeleted: plan.beingDeleted,
+    unchanged: plan.unchanged,
+    status: plan.status.length === 0 ? 'unchanged' : fieldsOutput(plan.status)
   }
-  if (strangers.length > 0) {
-    const owned = composite.childResources.map(({ apiVersion, kind }) => `${apiVersion} ${kind}`).join(', ')
-    fail(`--observed ${observedPath}: ${[strangers.slice(0, -1).join(', '), strangers.at(-1)].filter((part) => part !== '').join(' and ')} ${strangers.length === 1 ? 'is not a child' : 'are not children'} of ${composite.name}, which owns ${owned}; leave ${strangers.length === 1 ? 'it' : 'them'} out`)
-  }
-  return map
+  return Object.fromEntries(Object.entries(parts).filter(([, value]) => value !== undefined && !(Array.isArray(value) && value.length === 0)))
 }

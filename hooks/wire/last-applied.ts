@@ -29,10 +29,10 @@ export interface Stamp {
 }
 
 /** The fields Metacontroller puts back as observed after the merge (manage_children.go objectMetaSystemFields). */
-const SYSTEM_METADATA = ['selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'managedFields']
+export const SYSTEM_METADATA = ['selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'managedFields']
 
 /** The fields apply.go merges a list of objects by, the first that every item has (knownMergeKeys). */
-const MERGE_KEYS = ['containerPort', 'port', 'mountPath', 'name', 'uid', 'ip', 'path']
+export const MERGE_KEYS = ['containerPort', 'port', 'mountPath', 'name', 'uid', 'ip', 'path']
 
 type JsonObject = Record<string, unknown>
 

@@ -5,12 +5,15 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { parse, stringify } from 'yaml'
+import { controllers } from '../../hooks/controllers.js'
+import { answersFromRequestAlone } from '../../hooks/etag.js'
+import { fixture } from '../helpers/fixtures.js'
 
 const root = join(import.meta.dirname, '..', '..')
 
-/** `npm run [-s] render -- <args>`, as the README has it. */
-function npmRender (args: string[], silent = true): { status: number | null, stdout: string, stderr: string } {
-  return spawnSync('npm', ['run', ...silent ? ['-s'] : [], 'render', '--', ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 })
+/** `npm run [-s] render -- <args>`, as docs/render.md has it. */
+function npmRender (args: string[], silent = true, input?: string): { status: number | null, stdout: string, stderr: string } {
+  return spawnSync('npm', ['run', ...silent ? ['-s'] : [], 'render', '--', ...args], { cwd: root, encoding: 'utf8', timeout: 60_000, input })
 }
 
 async function file (t: TestContext, name: string, text: string): Promise<string> {
@@ -57,7 +60,7 @@ test('bad arguments get the usage line', () => {
   for (const args of [[], ['manifests/examples/podset.yaml', '--observed'], ['manifests/examples/podset.yaml', '--output', 'x.yaml']]) {
     const result = npmRender(args)
     assert.equal(result.status, 1, args.join(' '))
-    assert.match(result.stderr, /usage: npm run -s render -- <custom-resource\.yaml> \[--observed <children\.yaml>\]/)
+    assert.match(result.stderr, /usage: npm run -s render -- <custom-resource\.yaml> \[--observed <children\.yaml>\] \[--diff\]/)
   }
 })
 
@@ -65,4 +68,76 @@ test('the README\'s example: a BookStore renders its five children', () => {
   const rendered = npmRender(['manifests/examples/bookstore.yaml'])
   assert.equal(rendered.status, 0, rendered.stderr)
   assert.deepEqual(parse(rendered.stdout).children.map((child: any) => child.kind), ['Service', 'StatefulSet', 'PersistentVolumeClaim', 'Service', 'Deployment'])
+})
+
+test('every controller that answers offline renders its example', () => {
+  for (const controller of controllers.filter((c) => c.type === 'composite' && answersFromRequestAlone(c))) {
+    const rendered = npmRender([`manifests/examples/${controller.name}.yaml`])
+    assert.equal(rendered.status, 0, `${controller.name}: ${rendered.stderr}`)
+    assert.ok(Array.isArray(parse(rendered.stdout).children), controller.name)
+  }
+})
+
+/**
+ * A fixture's parent, and its children as `kubectl get <kinds> -l controller-uid=<uid> -o yaml` prints them (a List),
+ * in files; `--diff` plans what Metacontroller would do with the hook's answer.
+ */
+async function planOf (t: TestContext, controller: string, name: string): Promise<Record<string, any>> {
+  const request = fixture(controller, name)
+  const parent = await file(t, 'parent.yaml', stringify(request.parent))
+  const children = await file(t, 'children.yaml', stringify({ apiVersion: 'v1', kind: 'List', items: Object.values(request.children).flatMap((group) => Object.values(group as object)) }))
+  const rendered = npmRender([parent, '--observed', children, '--diff'])
+  assert.equal(rendered.status, 0, rendered.stderr)
+  return parse(rendered.stdout)
+}
+
+test('--diff: a steady state has nothing to do, though the API server has filled in every child', async (t) => {
+  for (const [controller, name] of [['podset', 'steady-state'], ['bookstore', 'steady-state']]) {
+    const plan = await planOf(t, controller as string, name as string)
+    assert.deepEqual(Object.keys(plan), ['unchanged', 'status'], `${controller}: ${stringify(plan)}`)
+    assert.equal(plan.status, 'unchanged')
+  }
+})
+
+test('--diff: a PodSet scale-down deletes the highest ordinals; a new image recreates every pod, as its update strategy says', async (t) => {
+  const scaleDown = await planOf(t, 'podset', 'scale-down')
+  assert.deepEqual(scaleDown.delete, [1, 2, 3, 4].map((i) => `Pod default/sleepers-pod-${i}`))
+  assert.deepEqual(scaleDown.unchanged, ['Pod default/sleepers-pod-0'])
+  assert.deepEqual(scaleDown.status.readyReplicas, { from: 5, to: 1 })
+  const image = await planOf(t, 'podset', 'image-changed')
+  assert.deepEqual(image.recreate, [0, 1, 2].map((i) => ({ [`Pod default/sleepers-pod-${i}`]: { strategy: 'Recreate', fields: { 'spec.containers[name=busybox].image': { from: 'busybox:1.36', to: 'busybox:1.37' } } } })))
+  assert.deepEqual(Object.keys(image), ['recreate', 'status'])
+})
+
+test('--diff: a BookStore dbSize raise updates its claim in place, that field alone', async (t) => {
+  const plan = await planOf(t, 'bookstore', 'db-size-raised')
+  assert.deepEqual(plan.update, [{ 'PersistentVolumeClaim default/data-example-bookstore-mongodb-0': { strategy: 'InPlace', fields: { 'spec.resources.requests.storage': { from: '2Gi', to: '5Gi' } } } }])
+  assert.equal(plan.unchanged.length, 4)
+  assert.deepEqual(plan.status['db.volumeSize'], { from: '2Gi', to: '5Gi' })
+})
+
+test('--observed - reads the children from standard input; a parent read from a cluster takes only the children its selector selects', async (t) => {
+  const request = fixture('podset', 'scale-down')
+  const parent = await file(t, 'parent.json', JSON.stringify(request.parent))
+  const pods = Object.values(request.children['Pod.v1'] as object)
+  const piped = npmRender([parent, '--observed', '-', '--diff'], true, stringify({ apiVersion: 'v1', kind: 'List', items: pods }))
+  assert.equal(piped.status, 0, piped.stderr)
+  assert.equal(parse(piped.stdout).delete.length, 4)
+  const stranger = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'default', labels: { app: 'web' } } }
+  const refused = npmRender([parent, '--observed', '-', '--diff'], true, stringify({ apiVersion: 'v1', kind: 'List', items: [...pods, stranger] }))
+  assert.equal(refused.status, 1)
+  assert.equal(refused.stderr.trim(), `--observed -: v1 Pod default/web lacks the label controller-uid=${String(request.parent.metadata.uid)} by which Metacontroller selects the children of PodSet default/sleepers; list only those: kubectl get <kinds> -n default -l controller-uid=${String(request.parent.metadata.uid)} -o yaml`)
+})
+
+test('--diff: a spec the hook cannot use touches no child; a name it refuses (422) changes nothing at all', async (t) => {
+  const invalid = await planOf(t, 'pulsar-consumer', 'sync-invalid-spec-after-steady')
+  assert.deepEqual(invalid.unchanged, ['Deployment default/pulsarconsumer-sample-1-deployment'])
+  assert.deepEqual(invalid.status['conditions[type=Ready].reason'], { from: 'ConsumersReady', to: 'InvalidSpec' })
+  assert.deepEqual(Object.keys(invalid), ['unchanged', 'status'])
+
+  const parent = fixture('podset', 'first-sync').parent
+  parent.metadata.name = 'x'.repeat(64)
+  const rendered = npmRender([await file(t, 'parent.json', JSON.stringify(parent)), '--diff'])
+  assert.equal(rendered.status, 0, rendered.stderr)
+  assert.match(parse(rendered.stdout).errors[0], /^the hook answers 422 for PodSet default\/x{64}: PodSet name "x{64}" is 64 characters long, but at most 63 characters fit: .* Metacontroller changes nothing, and shows this in a SyncError event on the parent$/)
 })

@@ -1,0 +1,21 @@
+import Fastify from 'fastify'
+import { app, serverOptions } from '../hooks/app.js'
+import { loadConfig } from '../hooks/config.js'
+import type { Controller } from '../hooks/controller.js'
+
+/**
+ * The answer of a controller's sync hook to a request, through the server's own routes (request checks, the
+ * InvalidSpec answer, error bodies), with no port, no database and the given clock: what `npm run render` and
+ * `npm run new-fixture` show. Only for a controller that needs no I/O.
+ */
+export async function syncAnswer (controller: Controller, request: unknown, clock: () => Date): Promise<{ statusCode: number, body: any }> {
+  const config = loadConfig({ LOG_LEVEL: 'silent' })
+  const fastify = Fastify(serverOptions(config))
+  try {
+    await fastify.register(app, { config, controllers: [controller], io: {}, lifecycle: { draining: false }, clock })
+    const response = await fastify.inject({ method: 'POST', url: `/${controller.name}/sync`, payload: JSON.stringify(request), headers: { 'content-type': 'application/json' } })
+    return { statusCode: response.statusCode, body: response.json() }
+  } finally {
+    await fastify.close()
+  }
+}

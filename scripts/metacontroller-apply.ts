@@ -1,0 +1,266 @@
+import { isDeepStrictEqual } from 'node:util'
+import type { ChildResource, Controller } from '../hooks/controller.js'
+import { groupKey } from '../hooks/wire/objects.js'
+import type { CompositeResponse, KubernetesObject, ObjectMap } from '../hooks/wire/schemas.js'
+import { goJson, LAST_APPLIED_ANNOTATION as LAST_APPLIED, MERGE_KEYS, SYSTEM_METADATA } from '../hooks/wire/last-applied.js'
+
+/**
+ * What Metacontroller v4.17.2 does with a CompositeController's sync answer, with its default apply strategy
+ * (`--apply-strategy=dynamic-apply`): which children it deletes, creates, updates, deletes to recreate, or leaves as
+ * they are, field by field, and the status it writes. Each rule names the place in Metacontroller's source
+ * (github.com/metacontroller/metacontroller, tag v4.17.2) that it follows.
+ */
+
+type Json = Record<string, any>
+
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
+
+/** The key of a list map common to every item of every list, or undefined for a plain list (apply.go:219-261). */
+function listMapKey (keys: string[], ...lists: unknown[][]): string | undefined {
+  let common: Set<string> | undefined
+  for (const list of lists) {
+    for (const item of list) {
+      if (!isObject(item)) return undefined
+      const keys = Object.keys(item)
+      common = common === undefined ? new Set(keys) : new Set([...common].filter((key) => keys.includes(key)))
+    }
+  }
+  return keys.find((key) => common?.has(key) === true)
+}
+
+/** Go's fmt `%v` of a merge key's value, which is what items are matched by (apply.go:191-199). */
+function mergeKeyOf (item: Json, key: string): string {
+  const value = item[key]
+  return typeof value === 'string' ? value : value === null || value === undefined ? '<nil>' : String(value)
+}
+
+/**
+ * The diff from `lastApplied` to `desired`, applied to `destination` (mutated, as apply.go does): a field the last
+ * answer had and this one has not is removed, every field of this answer is set, and everything else (what the API
+ * server and other controllers set) is kept. A value where an object or list was is taken as empty, as Go's type
+ * assertions leave it (apply.go:81-132).
+ */
+function merge (destination: unknown, lastApplied: unknown, desired: unknown): unknown {
+  if (isObject(destination)) return mergeObject(destination, isObject(lastApplied) ? lastApplied : {}, isObject(desired) ? desired : {})
+  if (Array.isArray(destination)) return mergeArray(destination, Array.isArray(lastApplied) ? lastApplied : [], Array.isArray(desired) ? desired : undefined)
+  return structuredClone(desired)
+}
+
+function mergeObject (destination: Json, lastApplied: Json, desired: Json): Json {
+  for (const key of Object.keys(lastApplied)) {
+    if (!(key in desired)) delete destination[key]
+  }
+  for (const [key, value] of Object.entries(desired)) destination[key] = merge(destination[key], lastApplied[key], value)
+  return destination
+}
+
+/** A list of objects sharing a merge key is merged item by item, keeping the order it had; any other list is replaced (apply.go:134-189). */
+function mergeArray (destination: unknown[], lastApplied: unknown[], desired: unknown[] | undefined): unknown {
+  const key = listMapKey(MERGE_KEYS, destination, lastApplied, desired ?? [])
+  if (key === undefined) return desired === undefined ? null : structuredClone(desired)
+  const byKey = (list: unknown[]): Json => Object.fromEntries((list as Json[]).map((item) => [mergeKeyOf(item, key), item]))
+  const merged = mergeObject(byKey(destination), byKey(lastApplied), byKey(desired ?? []))
+  const order = [...(destination as Json[]), ...((desired ?? []) as Json[])].map((item) => mergeKeyOf(item, key))
+  return [...new Set(order)].filter((itemKey) => itemKey in merged).map((itemKey) => merged[itemKey])
+}
+
+/** Sets `path` of `target` to what it is in `source`, or removes it where `source` has none (manage_children.go:103-123). */
+function revert (target: Json, source: Json, path: string[]): void {
+  const parentOf = (object: Json): Json | undefined => path.slice(0, -1).reduce<Json | undefined>((at, key) => isObject(at?.[key]) ? at[key] : undefined, object)
+  const last = path[path.length - 1] as string
+  const from = parentOf(source)
+  if (from !== undefined && last in from) {
+    let at = target
+    for (const key of path.slice(0, -1)) at = isObject(at[key]) ? at[key] : (at[key] = {})
+    at[last] = structuredClone(from[last])
+  } else {
+    delete parentOf(target)?.[last]
+  }
+}
+
+/**
+ * The object Metacontroller would write over `observed` for the desired child (ApplyUpdate, manage_children.go:41-74):
+ * a three-way merge of the observed object, the last answer (its last-applied annotation) and this answer, with the
+ * system fields and the status as observed, and this answer as the new annotation. Throws where Metacontroller's
+ * sync would fail: an annotation that is not JSON.
+ */
+export function applyUpdate (observed: KubernetesObject, desired: KubernetesObject): KubernetesObject {
+  const annotation = observed.metadata.annotations?.[LAST_APPLIED]
+  let lastApplied: unknown = null
+  if (annotation !== undefined && annotation !== '') {
+    try {
+      lastApplied = JSON.parse(annotation)
+    } catch (error) {
+      throw new Error(`its ${LAST_APPLIED} annotation is not JSON (${(error as Error).message}), so Metacontroller's sync fails on it until the annotation is repaired or removed`)
+    }
+  }
+  const answer = structuredClone(desired) as Json
+  if (isObject(answer.metadata?.annotations)) delete answer.metadata.annotations[LAST_APPLIED]
+  const merged = merge(structuredClone(observed), lastApplied, answer) as Json
+  // ObjectMeta's read-only fields, which the API server sets, are never a difference (manage_children.go:76-101).
+  for (const field of SYSTEM_METADATA) revert(merged, observed, ['metadata', field])
+  revert(merged, observed, ['status'])
+  merged.metadata = { ...merged.metadata, annotations: { ...merged.metadata?.annotations, [LAST_APPLIED]: goJson(answer) } }
+  return merged as KubernetesObject
+}
+
+/** One field that differs: its path, and its value before and after (absent on the side that has none), or what changes in words. */
+export interface FieldChange {
+  field: string
+  from?: unknown
+  to?: unknown
+  note?: string
+}
+
+function fieldPath (prefix: string, key: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? (prefix === '' ? key : `${prefix}.${key}`) : `${prefix}[${JSON.stringify(key)}]`
+}
+
+/** What a list's items are told apart by where it is shown: the merge keys, and a condition's type. */
+const SHOWN_KEYS = [...MERGE_KEYS, 'type']
+
+/** Every field that differs between `before` and `after`; a list of objects with a key is compared item by item. */
+export function fieldChanges (before: unknown, after: unknown, prefix = ''): FieldChange[] {
+  if (isDeepStrictEqual(before, after)) return []
+  if (isObject(before) && isObject(after)) {
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])]
+    return keys.flatMap((key) => {
+      const path = fieldPath(prefix, key)
+      if (!(key in after)) return [{ field: path, from: before[key] }]
+      if (!(key in before)) return [{ field: path, to: after[key] }]
+      return fieldChanges(before[key], after[key], path)
+    })
+  }
+  const key = Array.isArray(before) && Array.isArray(after) && before.length > 0 && after.length > 0 ? listMapKey(SHOWN_KEYS, before, after) : undefined
+  if (key !== undefined) {
+    const byKey = (list: unknown[]): Map<string, Json> => new Map((list as Json[]).map((item) => [mergeKeyOf(item, key), item]))
+    const [old, next] = [byKey(before as unknown[]), byKey(after as unknown[])]
+    return [...new Set([...old.keys(), ...next.keys()])].flatMap((itemKey) => {
+      const path = `${prefix}[${key}=${itemKey}]`
+      if (!next.has(itemKey)) return [{ field: path, from: old.get(itemKey) }]
+      if (!old.has(itemKey)) return [{ field: path, to: next.get(itemKey) }]
+      return fieldChanges(old.get(itemKey), next.get(itemKey), path)
+    })
+  }
+  return [{ field: prefix, from: before, to: after }]
+}
+
+/**
+ * The fields Metacontroller's write would change in a child. The last-applied annotation changes with every other
+ * field, so it is named only where nothing else changes: the answer then sets fields to the values they have.
+ */
+function childFieldChanges (observed: KubernetesObject, merged: KubernetesObject): FieldChange[] {
+  const changes = fieldChanges(observed, merged)
+  const annotation = fieldPath('metadata.annotations', LAST_APPLIED)
+  const others = changes.filter(({ field }) => field !== annotation)
+  if (others.length > 0 || changes.length === 0) return others
+  return [{ field: annotation, note: 'this answer, to merge the next one with: the fields it sets already have the values it gives them' }]
+}
+
+/** A child as a person names it: `Pod default/web-0`. */
+export function childName (object: KubernetesObject): string {
+  const { namespace, name } = object.metadata
+  return `${object.kind} ${namespace === undefined || namespace === '' ? '' : `${namespace}/`}${String(name)}`
+}
+
+export type UpdateStrategy = ChildResource['updateStrategy']
+type Composite = Extract<Controller, { type: 'composite' }>
+
+export interface ChildChange {
+  child: string
+  strategy?: UpdateStrategy
+  fields: FieldChange[]
+}
+
+/** What Metacontroller would do, in the order it does it: deletions first, then creations and updates. */
+export interface Plan {
+  /** Observed, not being deleted, and not in the answer (manage_children.go:205-243). */
+  delete: string[]
+  create: string[]
+  /** InPlace: the merged object is written over the observed one (manage_children.go:591-606). */
+  update: ChildChange[]
+  /** Recreate: deleted now, and created again by the next sync (manage_children.go:589-590, 520-546). */
+  recreate: ChildChange[]
+  /** OnDelete, or a kind without a strategy: differs, and Metacontroller leaves it until someone deletes it (manage_children.go:587-588, 548-553). */
+  leftAsIs: ChildChange[]
+  /** Differs, but is being deleted: left alone, and created again once it is gone if the answer still has it (manage_children.go:579-583). */
+  waitForDeletion: ChildChange[]
+  /** Not in the answer, and already being deleted: nothing more to do (manage_children.go:208-211). */
+  beingDeleted: string[]
+  unchanged: string[]
+  /** The parent's status, written whole when it differs (composite/controller.go:879-899). */
+  status: FieldChange[]
+  /** Why Metacontroller would touch no child at all, when it would not. */
+  childrenUnmanaged?: string
+  /** Children Metacontroller's sync would fail on, and why: the rest of them are still planned (manage_children.go:146-148). */
+  errors: string[]
+}
+
+/** The update method of a child kind, matched by API group and kind as Metacontroller does (rolling_update.go:309-319, 347-366): OnDelete when none is given. */
+function strategyOf (controller: Composite, child: KubernetesObject): UpdateStrategy {
+  const group = (apiVersion: string): string => apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : ''
+  return controller.childResources.find((resource) => group(resource.apiVersion) === group(child.apiVersion) && resource.kind === child.kind)?.updateStrategy ?? 'OnDelete'
+}
+
+/**
+ * What Metacontroller would do with `answer` for `parent`, whose children are `observed` (as the sync request had
+ * them). The desired children get the parent's namespace where they name none (composite/hooks.go:153-158) and the
+ * `controller-uid` label of the generated selector (composite/controller.go:690-713), as Metacontroller gives them.
+ */
+export function planSync (controller: Composite, parent: KubernetesObject, observed: ObjectMap, answer: CompositeResponse): Plan {
+  const plan: Plan = { delete: [], create: [], update: [], recreate: [], leftAsIs: [], waitForDeletion: [], beingDeleted: [], unchanged: [], status: [], errors: [] }
+  const uid = String(parent.metadata.uid)
+  const foreign = answer.children.find((child) => child.metadata.labels?.['controller-uid'] !== undefined && child.metadata.labels['controller-uid'] !== uid)
+  if (foreign !== undefined) {
+    plan.errors.push(`${childName(foreign)}: its controller-uid label ${String(foreign.metadata.labels?.['controller-uid'])} does not match the parent's selector (controller-uid=${uid}), so Metacontroller refuses the whole answer and changes nothing, its status neither (composite/controller.go:708-712)`)
+    return plan
+  }
+  plan.status = fieldChanges(parent.status ?? {}, { ...answer.status, observedGeneration: parent.metadata.generation ?? 0 })
+
+  if (parent.metadata.deletionTimestamp !== undefined && controller.hooks.finalize === undefined) {
+    plan.childrenUnmanaged = `${parent.kind} ${parent.metadata.namespace ?? ''}/${String(parent.metadata.name)} is being deleted and ${controller.name} has no finalize hook, so Metacontroller creates, updates and deletes no child; the garbage collector deletes them (composite/controller.go:719-728)`
+    return plan
+  }
+  const desired = new Map<string, KubernetesObject>()
+  for (const child of answer.children) {
+    const labels = { ...child.metadata.labels }
+    const given = { ...child, metadata: { ...child.metadata, namespace: child.metadata.namespace ?? parent.metadata.namespace, labels: { ...labels, 'controller-uid': uid } } }
+    desired.set(`${groupKey(given.kind, given.apiVersion)} ${childName(given)}`, given)
+  }
+  const observedByKey = new Map<string, KubernetesObject>()
+  for (const objects of Object.values(observed)) {
+    for (const object of Object.values(objects)) observedByKey.set(`${groupKey(object.kind, object.apiVersion)} ${childName(object)}`, object)
+  }
+
+  for (const [key, object] of observedByKey) {
+    if (desired.has(key)) continue
+    if (object.metadata.deletionTimestamp === undefined) plan.delete.push(childName(object))
+    else plan.beingDeleted.push(childName(object))
+  }
+  for (const [key, child] of desired) {
+    const current = observedByKey.get(key)
+    if (current === undefined) {
+      plan.create.push(childName(child))
+      continue
+    }
+    let merged: KubernetesObject
+    try {
+      merged = applyUpdate(current, child)
+    } catch (error) {
+      plan.errors.push(`${childName(child)}: ${(error as Error).message}`)
+      continue
+    }
+    const fields = childFieldChanges(current, merged)
+    if (fields.length === 0) {
+      plan.unchanged.push(childName(child))
+      continue
+    }
+    const strategy = strategyOf(controller, child)
+    const change = { child: childName(child), strategy, fields }
+    if (current.metadata.deletionTimestamp !== undefined) plan.waitForDeletion.push(change)
+    else if (strategy === 'InPlace') plan.update.push(change)
+    else if (strategy === 'Recreate') plan.recreate.push(change)
+    else plan.leftAsIs.push(change)
+  }
+  return plan
+}
