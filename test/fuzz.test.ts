@@ -5,6 +5,7 @@ import fc from 'fast-check'
 import type pg from 'pg'
 import { hookNames, type Controller } from '../hooks/controller.js'
 import { controllers } from '../hooks/controllers.js'
+import { groupKey } from '../hooks/wire/objects.js'
 import { CompositeResponseSchema, DecoratorResponseSchema } from '../hooks/wire/schemas.js'
 import { build, postText } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
@@ -115,7 +116,7 @@ test('the fixtures hold an observed child of every kind each composite controlle
   for (const controller of controllers) {
     if (controller.type !== 'composite') continue
     for (const child of controller.childResources) {
-      assert.ok(observedKinds.some((o) => o.controller === controller.name && o.kind.toLowerCase().startsWith(`${child.resource.slice(0, -1)}.`)), `${controller.name}: no fixture observes ${child.resource}`)
+      assert.ok(observedKinds.some((o) => o.controller === controller.name && o.kind === groupKey(child.kind, child.apiVersion)), `${controller.name}: no fixture observes ${child.resource}`)
     }
   }
 })
