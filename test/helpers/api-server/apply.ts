@@ -6,6 +6,7 @@ import { persistentVolumeClaim } from './kinds/persistent-volume-claim.js'
 import { pod } from './kinds/pod.js'
 import { service } from './kinds/service.js'
 import { statefulSet } from './kinds/stateful-set.js'
+import { storedAsApplied } from './kinds/stored-as-applied.js'
 import { fieldsOf, managedEntry } from './managed-fields.js'
 import { asApplied, LAST_APPLIED, ownerReferenceTo } from './metacontroller.js'
 
@@ -28,9 +29,10 @@ const kinds: Record<string, KindModel> = {
 
 /** `desired` (a child of a hook's answer) as the cluster holds it after Metacontroller applied it over `previous`. */
 export function appliedChild (parent: KubernetesObject, desired: KubernetesObject, previous: KubernetesObject | undefined, state: ApplyState): KubernetesObject {
-  const model = kinds[desired.kind]
-  if (model === undefined) throw new Error(`the API-server simulation has no model of ${desired.kind}: add one to test/helpers/api-server/kinds/`)
+  const model = kinds[desired.kind] ?? storedAsApplied
   const applied: Json = asApplied(parent, desired)
+  // A kind's content besides its spec (a ConfigMap's data, a Secret's type) is stored as applied.
+  const { apiVersion: _apiVersion, kind: _kind, metadata: _metadata, spec: appliedSpec, status: _status, ...content } = applied
   const { name, namespace, labels } = applied.metadata
   const old = previous as Json | undefined
   const lastApplied = goJson(applied)
@@ -44,8 +46,9 @@ export function appliedChild (parent: KubernetesObject, desired: KubernetesObjec
     generation: !model.hasGeneration ? undefined : old === undefined ? 1 : old.metadata.generation + (unchanged ? 0 : 1),
     state
   }
-  const owned = model.defaulted(applied.spec, context)
-  const spec = model.completed(owned, context)
+  const owned = appliedSpec === undefined ? undefined : model.defaulted(appliedSpec, context)
+  const spec = owned === undefined ? undefined : model.completed(owned, context)
+  const status = spec === undefined ? undefined : model.status?.(spec, context)
   const deleting = state.deletionTimestamp !== undefined
   const finalizers = [...model.finalizers ?? [], ...deleting ? model.deletion.finalizers : []]
   const ownerReferences = [ownerReferenceTo(parent)]
@@ -61,18 +64,19 @@ export function appliedChild (parent: KubernetesObject, desired: KubernetesObjec
       creationTimestamp: context.createdAt,
       ...(deleting ? { deletionTimestamp: state.deletionTimestamp, deletionGracePeriodSeconds: model.deletion.gracePeriodSeconds } : {}),
       labels,
-      annotations: { ...applied.metadata.annotations, ...model.annotations?.(spec, context), [LAST_APPLIED]: lastApplied },
+      annotations: { ...applied.metadata.annotations, ...(spec === undefined ? {} : model.annotations?.(spec, context)), [LAST_APPLIED]: lastApplied },
       ownerReferences,
       ...(finalizers.length > 0 ? { finalizers } : {})
     },
-    spec,
-    status: model.status(spec, context)
+    ...content,
+    ...(spec === undefined ? {} : { spec }),
+    ...(status === undefined ? {} : { status })
   }
   // Metacontroller's own write is dated by its last change; an apply that changes nothing writes nothing.
   const changedAt: string = unchanged ? old?.metadata.managedFields?.[0]?.time ?? state.time : state.time
   const metadataFields = { annotations: { ...applied.metadata.annotations, [LAST_APPLIED]: lastApplied }, labels, ownerReferences }
   object.metadata.managedFields = [
-    managedEntry(desired.apiVersion, 'metacontroller', changedAt, fieldsOf({ metadata: metadataFields, spec: owned })),
+    managedEntry(desired.apiVersion, 'metacontroller', changedAt, fieldsOf({ metadata: metadataFields, ...content, ...(owned === undefined ? {} : { spec: owned }) })),
     ...model.managedFields(object, context)
   ]
   return object as KubernetesObject

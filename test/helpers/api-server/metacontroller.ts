@@ -1,6 +1,9 @@
-import type { KubernetesObject } from '../../../hooks/wire/schemas.js'
+import type { Controller } from '../../../hooks/controller.js'
+import { groupKey } from '../../../hooks/wire/objects.js'
+import type { CompositeRequest, CompositeResponse, KubernetesObject, ObjectMap } from '../../../hooks/wire/schemas.js'
 import { metacontrollerManifest } from '../../../scripts/manifests.js'
-import { uidFor } from './encoding.js'
+import { appliedChildren, withSortedKeys, type ApplyState } from './apply.js'
+import { sortedKeys, uidFor } from './encoding.js'
 
 /** What Metacontroller adds to a desired child before it applies it, and the controller object it sends in every request. */
 
@@ -24,4 +27,22 @@ export function controllerObject (controller: Parameters<typeof metacontrollerMa
     metadata: { ...manifest.metadata, uid: uidFor(`uid:${manifest.kind.toLowerCase()}/${manifest.metadata.name}`), generation: 1, resourceVersion: '1207', creationTimestamp: '2026-11-22T10:00:00Z' },
     status: {}
   }
+}
+
+/** A sync request as Metacontroller v2 sends it: the controller object, and a group for every child kind (empty ones too), keys as Go writes them. */
+export function syncRequest (controller: Extract<Controller, { type: 'composite' }>, parent: KubernetesObject, children: ObjectMap = {}): CompositeRequest {
+  const groups: ObjectMap = Object.fromEntries(controller.childResources.map(({ kind, apiVersion }) => [groupKey(kind, apiVersion), {}]))
+  return { controller: controllerObject(controller), parent: sortedKeys(parent), children: withSortedKeys({ ...groups, ...children }), related: {}, finalizing: false }
+}
+
+/**
+ * The next sync request once Metacontroller has applied `answer` to `request`: the children as the cluster then holds
+ * them (`stateOf` gives what differs per child, such as ready replicas), and the status as Metacontroller writes it,
+ * with the parent's generation as observedGeneration.
+ */
+export function afterSync (request: CompositeRequest, answer: CompositeResponse, state: ApplyState, stateOf?: (child: KubernetesObject) => Partial<ApplyState>): CompositeRequest {
+  const { parent } = request
+  const children = appliedChildren(parent, answer.children, request.children, state, stateOf)
+  const status = { ...answer.status, observedGeneration: parent.metadata.generation }
+  return { ...request, parent: sortedKeys({ ...parent, status }), children: withSortedKeys(children) }
 }

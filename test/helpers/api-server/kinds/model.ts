@@ -44,7 +44,8 @@ export interface KindModel {
   defaulted: (spec: Json, context: ChildContext) => Json
   /** The spec once admission, allocators and controllers have added theirs. */
   completed: (spec: Json, context: ChildContext) => Json
-  status: (spec: Json, context: ChildContext) => Json
+  /** None for a kind without a status (a ConfigMap). */
+  status?: (spec: Json, context: ChildContext) => Json
   /** Annotations and finalizers that others add. */
   annotations?: (spec: Json, context: ChildContext) => Record<string, string>
   finalizers?: string[]
