@@ -67,6 +67,11 @@ export interface CustomResourceDefinition<Spec extends TObject, StatusFields ext
   /** The resource's own columns; Ready (the condition's status, unless one of these is named Ready) and Age follow. */
   printerColumns: PrinterColumn[]
   name?: NameRule
+  /**
+   * A spec for the example resource `npm run generate` writes to manifests/examples/<controller>.yaml, where
+   * `npm run new-fixture` and the end-to-end suite take it from. Without one, that file is kept as it is.
+   */
+  exampleSpec?: Static<Spec>
 }
 
 /** The parent custom resource: its CRD is generated from this (`npm run generate`), and its hooks read parents with it. */
@@ -101,7 +106,7 @@ export function englishPlural (word: string): string {
 /** What the API server asks of a CRD's plural, singular, short names and categories (a DNS-1035 label). */
 const NAME = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/
 
-/** The names of a resource, checked when its module loads, so that a bad one fails every test and `npm run manifests` with the reason. */
+/** The names of a resource, checked when its module loads, so that a bad one fails every test and `npm run generate` with the reason. */
 function resourceNames (definition: Pick<CustomResourceDefinition<TObject, TProperties>, 'kind' | 'plural' | 'singular' | 'shortNames' | 'categories'>): { plural: string, singular: string } {
   const { kind } = definition
   if (!/^[A-Z][A-Za-z0-9]{0,62}$/.test(kind)) throw new Error(`kind ${JSON.stringify(kind)} cannot name a resource: use PascalCase letters and digits, starting with a capital (ConfigCopy)`)

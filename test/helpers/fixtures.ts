@@ -19,7 +19,7 @@ export function fixtureNames (controller: string): string[] {
     ? readdirSync(folder).filter((file) => file.endsWith('.json') && !file.endsWith('.expected.json')).sort().map((file) => file.slice(0, -'.json'.length))
     : []
   if (names.length === 0) {
-    throw new Error(`test/fixtures/${controller}/ holds no request fixture: every controller needs at least one there (\`npm run new-controller\` writes a first one; see docs/writing-a-controller.md)`)
+    throw new Error(`test/fixtures/${controller}/ holds no request fixture: every controller needs at least one there (\`npm run new-controller\` writes two, \`npm run new-fixture\` more: see docs/writing-a-controller.md)`)
   }
   return names
 }

@@ -31,7 +31,7 @@ test('every hook is v2 with an explicit timeout, and the CRDs have a status subr
         assert.equal(hook.version, 'v2', path)
         assert.match(hook.webhook.timeout, /^\d+s$/, path)
       }
-    } else {
+    } else if (path.startsWith('crds/')) {
       assert.deepEqual(manifest.spec.versions[0].subresources, { status: {} }, path)
     }
   }
