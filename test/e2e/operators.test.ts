@@ -7,7 +7,10 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { RESYNC_PERIOD_SECONDS, startEnvironment, type Environment } from './environment.js'
+import type { Controller } from '../../hooks/controller.js'
 import { controllers } from '../../hooks/controllers.js'
+import { answersFromRequestAlone } from '../../hooks/etag.js'
+import { syncAnswer } from '../../scripts/hook-answer.js'
 import { edgeResources, refusedResources, resourceJson } from '../helpers/refused-resources.js'
 import { assertReady, condition, Scenario, type KubeObject } from './scenario.js'
 
@@ -395,6 +398,42 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
       })
     })
   })
+  it('every CompositeController that answers offline, with its example: the children its hook answers, owned by it, stable, and gone with it', { timeout: 600_000 }, async () => {
+    await scenario('Examples', 'e2e-examples', async (s) => {
+      await s.env.cluster.waitForDefaultServiceAccount(s.namespace, 60_000)
+      const composites = controllers.filter((c): c is Extract<Controller, { type: 'composite' }> => c.type === 'composite' && answersFromRequestAlone(c))
+      const children = [...new Set(composites.flatMap((c) => c.childResources.map((child) => child.resource)))].join(',')
+      const parents = await s.step(`apply the examples of ${composites.map((c) => c.name).join(', ')}`, async () => {
+        return await Promise.all(composites.map(async (controller) => ({ controller, name: (await s.applySample(`${controller.name}.yaml`)).metadata.name })))
+      })
+      /** The children of a parent, as `Kind/name`. */
+      const ownedBy = async (parent: KubeObject): Promise<string[]> => (await s.list(children))
+        .filter((child) => child.metadata.ownerReferences?.some((owner) => owner.uid === parent.metadata.uid && owner.controller === true))
+        .map((child) => `${child.kind}/${child.metadata.name}`).sort()
+
+      await s.step('each has the children its hook answers for it', async () => {
+        for (const { controller, name } of parents) {
+          await s.eventually(`the children of ${controller.resource.kind} ${name}`, async () => {
+            const parent = await s.get(controller.resource.plural, name)
+            const answer = await syncAnswer(controller, { controller: {}, parent, children: {}, related: {}, finalizing: false }, () => new Date())
+            assert.equal(answer.statusCode, 200, JSON.stringify(answer.body))
+            assert.deepEqual(await ownedBy(parent), answer.body.children.map((child: KubeObject) => `${child.kind}/${child.metadata.name}`).sort())
+          })
+        }
+      })
+      await s.step('stable for three resync periods', async () => {
+        process.stderr.write(`[e2e]   ${await s.assertStable(parents.map(({ controller, name }) => ({ controller: controller.name, resource: controller.resource.plural, name })), { children })}\n`)
+      })
+      await s.step('delete: the children are garbage-collected', async () => {
+        const deleted = await Promise.all(parents.map(async ({ controller, name }) => await s.get(controller.resource.plural, name)))
+        for (const { controller, name } of parents) await s.delete(controller.resource.plural, name)
+        await s.eventually('no child left', async () => {
+          for (const parent of deleted) assert.deepEqual(await ownedBy(parent), [], `${parent.kind}/${parent.metadata.name}`)
+        })
+      })
+    })
+  })
+
   it('kubectl apply: the API server refuses every spec the hooks would refuse, saying why, and accepts the edges of what they take', { timeout: 300_000 }, async () => {
     await scenario('CRD refusals', 'e2e-refusals', async (s) => {
       await s.step(`${refusedResources.length} refused resources`, async () => {
