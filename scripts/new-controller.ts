@@ -31,6 +31,8 @@ const kind = words.map((word) => word.charAt(0).toUpperCase() + word.slice(1)).j
 const camel = kind.charAt(0).toLowerCase() + kind.slice(1)
 const group = 'example.com'
 const version = 'v1alpha1'
+const RESERVED = ['break', 'case', 'catch', 'class', 'const', 'continue', 'debugger', 'default', 'delete', 'do', 'else', 'enum', 'export', 'extends', 'false', 'finally', 'for', 'function', 'if', 'import', 'in', 'instanceof', 'new', 'null', 'return', 'super', 'switch', 'this', 'throw', 'true', 'try', 'typeof', 'var', 'void', 'while', 'with', 'let', 'static', 'yield', 'await', 'implements', 'interface', 'package', 'private', 'protected', 'public']
+if (RESERVED.includes(camel)) fail(`${JSON.stringify(name)} cannot name a controller: ${camel} is a reserved word of TypeScript, and the scaffold names the controller's variable with it`)
 const plural = englishPlural(kind.toLowerCase())
 const taken = controllers.find((controller) => controller.name === name || (controller.resource.group === group && controller.resource.plural === plural))
 if (taken !== undefined) fail(`${taken.name} is registered already, with the resource ${taken.resource.plural}.${taken.resource.group}: choose another name`)
