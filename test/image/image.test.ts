@@ -5,7 +5,9 @@ import { readFile } from 'node:fs/promises'
 import { basename, join, relative } from 'node:path'
 import { after, before, test } from 'node:test'
 import { freePort } from '../../dev/free-port.js'
-import { fixturePath } from '../helpers/fixtures.js'
+import { controllers } from '../../hooks/controllers.js'
+import { answersFromRequestAlone } from '../../hooks/etag.js'
+import { fixtureNames, fixturePath } from '../helpers/fixtures.js'
 import { startPostgres } from '../helpers/postgres-process.js'
 import { spawnServer, type ServerProcess } from '../helpers/server-process.js'
 
@@ -87,7 +89,7 @@ test('the image holds the built server and none of the development dependencies 
   }
 })
 
-test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and /readyz on both ports, writes a PostgresWriter row, and stops on SIGTERM', async (t) => {
+test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and /readyz on both ports, writes a PostgresWriter row, answers every controller that needs no database as its first fixture says, and stops on SIGTERM', async (t) => {
   const postgres = await startPostgres()
   t.after(async () => { await postgres.remove() })
   const [port, probePort] = [await freePort(), await freePort()]
@@ -108,6 +110,13 @@ test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and
   assert.equal(sync.status, 200)
   assert.equal(((await sync.json()) as any).status.conditions[0].reason, 'RowWritten')
   assert.deepEqual(await postgres.query('SELECT id, name, age, country FROM public.students'), [{ id: 'default/sample-student', name: 'alex', age: 23, country: 'canada' }])
+  // Every registered controller is in the image: those that answer offline give their first fixture's children.
+  for (const controller of controllers.filter((c) => c.type === 'composite' && answersFromRequestAlone(c))) {
+    const [name] = fixtureNames(controller.name) as [string]
+    const answer = await fetch(`${url}/${controller.name}/sync`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: await readFile(fixturePath(controller.name, name)) })
+    assert.equal(answer.status, 200, controller.name)
+    assert.deepEqual(((await answer.json()) as any).children, JSON.parse(await readFile(fixturePath(controller.name, `${name}.expected`), 'utf8')).children, controller.name)
+  }
 
   process.kill(pid, 'SIGTERM')
   assert.equal(await server.exited, 0, server.output())
