@@ -11,6 +11,8 @@ import type { Controller } from '../../hooks/controller.js'
 import { controllers } from '../../hooks/controllers.js'
 import { answersFromRequestAlone } from '../../hooks/etag.js'
 import { syncAnswer } from '../../scripts/hook-answer.js'
+import { planSync } from '../../scripts/metacontroller-apply.js'
+import { observedChildren } from '../../scripts/observed-children.js'
 import { edgeResources, refusedResources, resourceJson } from '../helpers/refused-resources.js'
 import { assertReady, condition, Scenario, type KubeObject } from './scenario.js'
 
@@ -423,6 +425,16 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
       })
       await s.step('stable for three resync periods', async () => {
         process.stderr.write(`[e2e]   ${await s.assertStable(parents.map(({ controller, name }) => ({ controller: controller.name, resource: controller.resource.plural, name })), { children })}\n`)
+      })
+      await s.step('render --diff of each, from the cluster as it is, plans nothing', async () => {
+        for (const { controller, name } of parents) {
+          const parent = await s.get(controller.resource.plural, name)
+          const { items: selected } = await s.get<{ items: KubeObject[] }>(controller.childResources.map((child) => child.resource).join(','), '-l', `controller-uid=${parent.metadata.uid}`)
+          const request = { controller: {}, parent, children: observedChildren(controller, parent, selected, 'the cluster'), related: {}, finalizing: false }
+          const answer = await syncAnswer(controller, request, () => new Date())
+          const plan = planSync(controller, parent, request.children, answer.body)
+          assert.deepEqual([plan.delete, plan.create, plan.update, plan.recreate, plan.leftAsIs, plan.status, plan.errors], [[], [], [], [], [], [], []], `${controller.name}: ${JSON.stringify(plan)}`)
+        }
       })
       await s.step('delete: the children are garbage-collected', async () => {
         const deleted = await Promise.all(parents.map(async ({ controller, name }) => await s.get(controller.resource.plural, name)))
