@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util'
 import type { ChildResource, Controller } from '../hooks/controller.js'
 import { groupKey } from '../hooks/wire/objects.js'
 import type { CompositeResponse, KubernetesObject, ObjectMap } from '../hooks/wire/schemas.js'
-import { goJson, LAST_APPLIED_ANNOTATION as LAST_APPLIED, MERGE_KEYS, SYSTEM_METADATA } from '../hooks/wire/last-applied.js'
+import { goJson, LAST_APPLIED_ANNOTATION as LAST_APPLIED, listMapKey, MERGE_KEYS, SYSTEM_METADATA } from '../hooks/wire/last-applied.js'
 
 /**
  * What Metacontroller v4.17.2 does with a CompositeController's sync answer, with its default apply strategy
@@ -14,19 +14,6 @@ import { goJson, LAST_APPLIED_ANNOTATION as LAST_APPLIED, MERGE_KEYS, SYSTEM_MET
 type Json = Record<string, any>
 
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
-
-/** The key of a list map common to every item of every list, or undefined for a plain list (apply.go:219-261). */
-function listMapKey (keys: string[], ...lists: unknown[][]): string | undefined {
-  let common: Set<string> | undefined
-  for (const list of lists) {
-    for (const item of list) {
-      if (!isObject(item)) return undefined
-      const keys = Object.keys(item)
-      common = common === undefined ? new Set(keys) : new Set([...common].filter((key) => keys.includes(key)))
-    }
-  }
-  return keys.find((key) => common?.has(key) === true)
-}
 
 /** Go's fmt `%v` of a merge key's value, which is what items are matched by (apply.go:191-199). */
 function mergeKeyOf (item: Json, key: string): string {
@@ -46,22 +33,25 @@ function merge (destination: unknown, lastApplied: unknown, desired: unknown): u
   return structuredClone(desired)
 }
 
+/** A key's own value: a key such as `constructor` is a field like any other. */
+const own = (object: Json, key: string): unknown => Object.hasOwn(object, key) ? object[key] : undefined
+
 function mergeObject (destination: Json, lastApplied: Json, desired: Json): Json {
   for (const key of Object.keys(lastApplied)) {
-    if (!(key in desired)) delete destination[key]
+    if (!Object.hasOwn(desired, key)) delete destination[key]
   }
-  for (const [key, value] of Object.entries(desired)) destination[key] = merge(destination[key], lastApplied[key], value)
+  for (const [key, value] of Object.entries(desired)) destination[key] = merge(own(destination, key), own(lastApplied, key), value)
   return destination
 }
 
 /** A list of objects sharing a merge key is merged item by item, keeping the order it had; any other list is replaced (apply.go:134-189). */
 function mergeArray (destination: unknown[], lastApplied: unknown[], desired: unknown[] | undefined): unknown {
-  const key = listMapKey(MERGE_KEYS, destination, lastApplied, desired ?? [])
+  const key = listMapKey([destination, lastApplied, desired ?? []])
   if (key === undefined) return desired === undefined ? null : structuredClone(desired)
   const byKey = (list: unknown[]): Json => Object.fromEntries((list as Json[]).map((item) => [mergeKeyOf(item, key), item]))
   const merged = mergeObject(byKey(destination), byKey(lastApplied), byKey(desired ?? []))
   const order = [...(destination as Json[]), ...((desired ?? []) as Json[])].map((item) => mergeKeyOf(item, key))
-  return [...new Set(order)].filter((itemKey) => itemKey in merged).map((itemKey) => merged[itemKey])
+  return [...new Set(order)].filter((itemKey) => Object.hasOwn(merged, itemKey)).map((itemKey) => merged[itemKey])
 }
 
 /** Sets `path` of `target` to what it is in `source`, or removes it where `source` has none (manage_children.go:103-123). */
@@ -126,12 +116,12 @@ export function fieldChanges (before: unknown, after: unknown, prefix = ''): Fie
     const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])]
     return keys.flatMap((key) => {
       const path = fieldPath(prefix, key)
-      if (!(key in after)) return [{ field: path, from: before[key] }]
-      if (!(key in before)) return [{ field: path, to: after[key] }]
+      if (!Object.hasOwn(after, key)) return [{ field: path, from: before[key] }]
+      if (!Object.hasOwn(before, key)) return [{ field: path, to: after[key] }]
       return fieldChanges(before[key], after[key], path)
     })
   }
-  const key = Array.isArray(before) && Array.isArray(after) && before.length > 0 && after.length > 0 ? listMapKey(SHOWN_KEYS, before, after) : undefined
+  const key = Array.isArray(before) && Array.isArray(after) && before.length > 0 && after.length > 0 ? listMapKey([before, after], SHOWN_KEYS) : undefined
   if (key !== undefined) {
     const byKey = (list: unknown[]): Map<string, Json> => new Map((list as Json[]).map((item) => [mergeKeyOf(item, key), item]))
     const [old, next] = [byKey(before as unknown[]), byKey(after as unknown[])]

@@ -75,11 +75,14 @@ function byMergeKey (items: unknown[], key: string): Map<string, unknown> | unde
   return map
 }
 
-/** apply.go detectListMapKey: the merge key of lists whose items are all objects, or undefined for a plain list. */
-function listMapKey (...lists: unknown[][]): string | undefined {
+/**
+ * apply.go detectListMapKey: the merge key of lists whose items are all objects, or undefined for a plain list; the
+ * first of `keys` that every item has.
+ */
+export function listMapKey (lists: unknown[][], keys: readonly string[] = MERGE_KEYS): string | undefined {
   const items = lists.flat()
   if (items.length === 0 || !items.every(isObject)) return undefined
-  return MERGE_KEYS.find((key) => items.every((item) => Object.hasOwn(item, key)))
+  return keys.find((key) => items.every((item) => Object.hasOwn(item, key)))
 }
 
 /**
@@ -96,7 +99,7 @@ function mergeKeeps (observed: unknown, desired: unknown): boolean {
   }
   if (Array.isArray(observed)) {
     if (!Array.isArray(desired)) return false
-    const key = listMapKey(observed, desired)
+    const key = listMapKey([observed, desired])
     if (key === undefined) return isDeepStrictEqual(observed, desired)
     const current = byMergeKey(observed, key)
     const wanted = byMergeKey(desired, key)

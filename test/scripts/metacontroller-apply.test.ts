@@ -49,9 +49,14 @@ test('the three-way merge keeps what others set, drops what the last answer had 
   assert.equal(merged.metadata.annotations[LAST_APPLIED], goJson(desired))
 })
 
-test('a list without a merge key is replaced; a last-applied annotation that is not JSON fails the sync', () => {
+test('a list without a merge key is replaced; a key named like a property of every object is a field like any other; a last-applied annotation that is not JSON fails the sync', () => {
   const current = observed({ ...applied, spec: { args: ['a', 'b'] } }, {})
   assert.deepEqual((applyUpdate(current, { ...applied, spec: { args: ['c'] } } as KubernetesObject) as Json).spec.args, ['c'])
+  const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c', namespace: 'default' } }
+  const twoKeys = observed({ ...configMap, data: { constructor: 'a', toString: 'b' } }, {})
+  assert.deepEqual((applyUpdate(twoKeys, { ...configMap, data: { toString: 'b' } } as KubernetesObject) as Json).data, { toString: 'b' })
+  const containers = observed({ ...applied, spec: { containers: [{ name: 'constructor', image: 'a' }] } }, {})
+  assert.deepEqual((applyUpdate(containers, { ...applied, spec: { containers: [{ name: 'app', image: 'a' }] } } as KubernetesObject) as Json).spec.containers, [{ name: 'app', image: 'a' }])
   const broken = { ...current, metadata: { ...current.metadata, annotations: { [LAST_APPLIED]: '{' } } }
   assert.throws(() => applyUpdate(broken, applied as KubernetesObject), /annotation is not JSON .*Metacontroller's sync fails on it/)
 })
