@@ -31,8 +31,10 @@ export async function repositoryCopy (t: TestContext): Promise<string> {
  * around the test; DATABASE_URL stays, which `npm test` uses instead of starting a database of its own.
  */
 export function runIn (cwd: string, command: string, args: string[], options: { env?: Record<string, string>, input?: string } = {}): { status: number | null, stdout: string, stderr: string } {
-  const { NODE_TEST_CONTEXT: _context, NODE_V8_COVERAGE: _coverage, UPDATE_GOLDEN: _update, ...inherited } = process.env
-  return spawnSync(command, args, { cwd, env: { ...inherited, ...options.env }, input: options.input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  const { NODE_TEST_CONTEXT: _context, UPDATE_GOLDEN: _update, ...inherited } = process.env
+  // Node gives a child its own NODE_V8_COVERAGE unless the child's environment names one: without this, the copy's
+  // processes wrote into this run's coverage, and the copy's c8 emptied it first.
+  return spawnSync(command, args, { cwd, env: { ...inherited, NODE_V8_COVERAGE: '', ...options.env }, input: options.input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
 }
 
 /** runIn, failing with the command's output unless it exits 0; its standard output. */
