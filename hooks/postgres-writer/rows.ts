@@ -362,6 +362,9 @@ export class RowStore {
   /**
    * The statement of a finalize, after the advisory lock: when the tables that may hold the row are `tables`, it
    * tombstones the uid and, if the uid was not tombstoned before, deletes the row from each of them. It reports them all.
+   * A repeated finalize (Metacontroller calls finalize again while another finalizer holds the object) refreshes its
+   * tombstone, and the expired ones it purges never include its own: each statement sees the table as it was before
+   * it, so a purge and a refresh of the same tombstone in one statement would leave it deleted.
    * Without a tombstones table (PG_AUTO_CREATE_TABLES=false) no sync can write at all, so none can undo the delete.
    */
   private finalize (id: string, uid: string, tombstones: boolean, tables: readonly string[]): Query {
@@ -369,10 +372,11 @@ export class RowStore {
       `WITH tables AS (${rowTablesQuery('$1', '$2', '$3')}),
        expected AS (SELECT ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] = $4::text[] AS expected)${tombstones
         ? `,
-       expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS})),
-       tombstone AS (INSERT INTO ${this.tombstones} (uid, id) SELECT $6, $5 FROM expected WHERE expected ON CONFLICT (uid) DO NOTHING RETURNING uid)`
+       previous AS (SELECT 1 FROM ${this.tombstones} WHERE uid = $6),
+       expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS}) AND uid <> $6),
+       tombstone AS (INSERT INTO ${this.tombstones} (uid, id) SELECT $6, $5 FROM expected WHERE expected ON CONFLICT (uid) DO UPDATE SET finalized_at = now())`
         : ''}${tables.map((table, i) => `,
-       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $5 AND EXISTS (SELECT 1 FROM ${tombstones ? 'tombstone' : 'expected WHERE expected'}))`).join('')}
+       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $5 AND EXISTS (SELECT 1 FROM expected WHERE expected)${tombstones ? ' AND NOT EXISTS (SELECT 1 FROM previous)' : ''})`).join('')}
        SELECT expected, ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] AS tables FROM expected`)
     // PostgreSQL refuses a value for a parameter that the text does not use: the id ($5) and uid ($6) go only where used.
     const used = tombstones ? 6 : tables.length > 0 ? 5 : 4

@@ -110,6 +110,21 @@ test('tombstones live in a table no PostgresWriter can name, and go once they ar
   assert.deepEqual(await tombstones(app), [{ uid: NEW_UID, id: 'default/other' }])
 })
 
+test('a finalize repeated after the retention keeps its own tombstone: a sync after it still writes nothing', async (t) => {
+  const app = await build(t)
+  assert.equal(readyOf(await callHook(app, request('sync-create'))), 'True RowWritten')
+  assert.equal((await callHook(app, request('finalize'), 'finalize')).json.finalized, true)
+  // Metacontroller calls finalize again while something else holds the object, at every resync.
+  await admin(app, `UPDATE "${TOMBSTONES}" SET finalized_at = now() - interval '11 minutes'`)
+  assert.equal((await callHook(app, request('finalize'), 'finalize')).json.finalized, true)
+  assert.deepEqual((await tombstones(app)).map((row) => row.uid), [request('finalize').object.metadata.uid], 'the repeated finalize kept its tombstone')
+  const fresh = await (app.pool as pg.Pool).query(`SELECT finalized_at > now() - interval '1 minute' AS fresh FROM "${app.schema}"."${TOMBSTONES}"`)
+  assert.equal(fresh.rows[0].fresh, true, 'and refreshed it')
+  const late = await callHook(app, request('sync-resync'))
+  assert.equal(readyOf(late), 'False RowDeleted', messageOf(late))
+  assert.deepEqual(await rows(app, 'students'), [])
+})
+
 test('a tombstones table dropped while the server runs is created again by the next finalize', async (t) => {
   const app = await build(t)
   await callHook(app, request('sync-create', { uid: OLD_UID }))
