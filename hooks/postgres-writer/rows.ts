@@ -3,11 +3,12 @@ import { runBatch, type StatementResult, type Value } from '../database/pg-inter
 import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
 import type { PostgresIo } from '../database/pool.js'
 import { markBroken, mustDiscard, preparedStatementFailed, remembered, statement } from '../database/statements.js'
+import { isSqlIdentifier } from '../database/sql-identifier.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
 import type { Row, WriteResult } from './sync.js'
 import {
-  inspectStatement, qualified, quote, ROW_SHAPE, rowTableDdl, rowTablesQuery, tableVerdict,
-  TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE, tombstonesDdl, type Relation
+  earlierRowTablesQuery, hookTablesDdl, inspectStatement, migrationDdl, PLACEMENTS_TABLE, qualified, quote, recordedTablesQuery,
+  ROW_SHAPE, rowTableDdl, tableVerdict, TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE, type HookTables, type Relation
 } from './tables.js'
 
 /**
@@ -70,14 +71,22 @@ interface Placement {
   sameTable: boolean
   /** The object's uid is tombstoned: it was finalized. */
   finalized: boolean
-  /** The other tables that may hold a copy were the ones the statement deleted it from; otherwise it wrote nothing. */
+  /** The other tables recorded as holding the row were the ones the statement deleted it from; otherwise it wrote nothing. */
   expected: boolean
   /** Rows the statement wrote, and whether the row written reads back as sent. */
   written: number
   kept: boolean
   /** Before the statement, the table held the row as the spec says. */
   matched: boolean
-  /** Every table that may hold a copy, `table` included when it is one. */
+  /** The other tables recorded as holding the row. */
+  tables: string[]
+}
+
+/** What a finalize reports. */
+interface Finalized {
+  /** The tables recorded as holding the object's row were the ones the statement deleted it from; otherwise it wrote nothing. */
+  expected: boolean
+  /** Those tables. */
   tables: string[]
 }
 
@@ -87,8 +96,9 @@ type Query = readonly [text: string, values: readonly Value[]]
 const lockRow = (id: string): Query => ['SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [id]]
 
 /**
- * How many times a placement or finalize runs again when the tables that may hold the row were not the ones it
- * expected: each run learns them, so only tables created or dropped between two runs make another one.
+ * How many times a placement or finalize runs again when the tables recorded as holding the row were not the ones it
+ * expected, or one of them was dropped while it ran: each run learns them, so only tables dropped between two runs
+ * make another one.
  */
 const ATTEMPTS_FOR_TABLES = 3
 
@@ -105,21 +115,12 @@ const MAX_TEXTS = 256
 export class RowStore {
   /** Tables found fit, by name: the OID they had then, and when. */
   private readonly fit = new Map<string, { oid: string, at: number }>()
-  private tombstonesExist = false
-  /**
-   * The tables that may hold a row, as the last placement or finalize found them: those the next one deletes the row
-   * from. Never trusted: the statement compares them with the catalog as it runs, and writes nothing when they differ.
-   */
-  private tables: readonly string[] = []
+  /** The hook's own tables were found current (tables.ts): they are looked at again after any write that fails. */
+  private hookTablesCurrent = false
   /** Statement texts, each built once: by what it does, and on which tables. */
   private readonly texts = new Map<string, string>()
-  /** PG_TABLE_ALLOWLIST as a parameter: null admits every table. */
-  private readonly allowlist: readonly string[] | null
 
-  constructor (private readonly io: PostgresIo) {
-    const { tableAllowlist } = io.policy
-    this.allowlist = tableAllowlist === undefined ? null : [...tableAllowlist]
-  }
+  constructor (private readonly io: PostgresIo) {}
 
   private get schema (): string {
     return this.io.policy.schema
@@ -133,54 +134,69 @@ export class RowStore {
     return this.table(TOMBSTONES_TABLE)
   }
 
+  private get placements (): string {
+    return this.table(PLACEMENTS_TABLE)
+  }
+
   /**
    * Makes the row equal the spec in `table`, writing nothing when it already does, unless the object was finalized.
-   * When the last acknowledged sync put it in `table` and it is still there, that takes one statement. Otherwise
-   * (first write, table change, an answer that never arrived, a concurrent move) the row is placed: upserted, and
-   * deleted from every other table, in one transaction that holds the row's advisory lock.
+   * When the last acknowledged sync put it in `table` (`previousTable`) and it is still there, recorded as this
+   * object's, that takes one statement. Otherwise (first write, table change, an answer that never arrived, a
+   * concurrent move) the row is placed: upserted, deleted from every other table recorded as holding it, and recorded
+   * where it is now, in one transaction that holds the row's advisory lock.
    */
-  async write (row: Row, table: string, placed: boolean, uid: string): Promise<WriteResult> {
+  async write (row: Row, table: string, previousTable: string | undefined, uid: string): Promise<WriteResult> {
     return await this.run(async (db) => {
-      for (let attempt = 1; ; attempt++) {
+      let changed = ''
+      for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
         const fit = await this.fitTable(db, table)
         if (typeof fit !== 'string') return fit
         try {
-          const result = (placed ? await this.inPlace(db, row, table, uid, fit) : undefined) ?? await this.place(db, row, table, uid, fit)
+          const result = (previousTable === table ? await this.inPlace(db, row, table, uid, fit) : undefined) ??
+            await this.place(db, row, table, uid, fit, expectation(previousTable).filter((other) => other !== table))
           if (result !== 'stale') return result
         } catch (error) {
-          if (!tableChanged(error) || attempt === 2) throw error
+          if (!tableChanged(error) || (attempt === ATTEMPTS_FOR_TABLES && sqlState(error) !== '42P01')) throw error
+          changed = ` (${(error as Error).message})`
         }
         // A table changed since it was looked at: look at it again, and say what is wrong with it, if anything.
         this.fit.delete(table)
-        this.tombstonesExist = false
-        this.tables = []
-        if (attempt === 2) return classifyFailure(new Error('the table changed while the row was being written'), this.io)
+        this.hookTablesCurrent = false
       }
+      return this.tablesKeptChanging(changed)
     })
   }
 
   /**
-   * Deletes the row from every table that could hold it (none at all counts as deleted) and tombstones the object's
-   * uid, in one statement after the row's advisory lock. A uid already tombstoned was finalized before: its row is
-   * gone, and a row under the same id now belongs to an object created since under the same name, which a late
-   * finalize must not delete.
+   * Deletes the row from every table recorded as holding it for this object (none at all counts as deleted), and
+   * tombstones the object's uid, in one statement after the row's advisory lock. A uid already tombstoned was finalized
+   * before: its row is gone, and a row under the same id now belongs to an object created since under the same name,
+   * which a late finalize must not delete.
    */
-  async delete (id: string, uid: string): Promise<WriteResult> {
+  async delete (id: string, uid: string, previousTable: string | undefined): Promise<WriteResult> {
     return await this.run(async (db) => {
-      for (let attempt = 1; ; attempt++) {
-        const tombstones = await this.tombstonesReady(db)
+      const ready = await this.hookTablesReady(db)
+      // Without its tables the hook never wrote a row in this schema: there is nothing to delete.
+      if (ready === 'none') return { kind: 'done' }
+      if (ready !== 'ready') return ready
+      let expected = expectation(previousTable)
+      let changed = ''
+      for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
         try {
-          const [, finalize] = await this.batch(db, [lockRow(id), this.finalize(id, uid, tombstones, this.tables)])
-          const report = finalize?.rows[0] as { expected: boolean, tables: string[] }
-          this.tables = report.tables
+          const [, finalize] = await this.batch(db, [lockRow(id), this.finalize(id, uid, expected)])
+          const report = finalize?.rows[0] as Finalized
           if (report.expected) return { kind: 'done' }
+          expected = report.tables.filter(isSqlIdentifier)
         } catch (error) {
-          if (!tableChanged(error) || attempt === ATTEMPTS_FOR_TABLES) throw error
-          this.tombstonesExist = false
-          this.tables = []
+          if (!tableChanged(error) || (attempt === ATTEMPTS_FOR_TABLES && sqlState(error) !== '42P01')) throw error
+          changed = ` (${(error as Error).message})`
+          // One of the tables it expected is gone, or the hook's own tables changed: the next run expects none.
+          expected = []
+          this.hookTablesCurrent = false
+          if (await this.hookTablesReady(db) !== 'ready') throw error
         }
-        if (attempt === ATTEMPTS_FOR_TABLES) return this.tablesKeptChanging()
       }
+      return this.tablesKeptChanging(changed)
     })
   }
 
@@ -207,53 +223,97 @@ export class RowStore {
   }
 
   /**
-   * The OID of `table` once it is known to be an ordinary table that can hold the row, and the tombstones table
-   * exists (both created when missing and PG_AUTO_CREATE_TABLES allows it); otherwise why not. Looked up in the
+   * The OID of `table` once it is known to be an ordinary table that can hold the row, and the hook's own tables are
+   * current (all created, or migrated, when PG_AUTO_CREATE_TABLES allows it); otherwise why not. Looked up in the
    * catalog the first time, then remembered: every write checks, in its own statement, that it still holds.
    */
   private async fitTable (db: pg.PoolClient, table: string): Promise<string | Failed> {
     const known = this.fit.get(table)
-    if (known !== undefined && this.tombstonesExist && performance.now() - known.at < FIT_FOR_MS) return known.oid
+    if (known !== undefined && this.hookTablesCurrent && performance.now() - known.at < FIT_FOR_MS) return known.oid
     let inspected = await this.inspect(db, table)
-    if ((inspected.relation === undefined || !inspected.tombstones) && this.io.policy.autoCreateTables) {
-      await this.create(db, [...inspected.relation === undefined ? [rowTableDdl(this.schema, table)] : [], ...tombstonesDdl(this.schema)])
+    if (inspected.hookTables !== 'current') {
+      const ready = await this.prepareHookTables(db, inspected.hookTables)
+      if (ready !== 'ready') return ready === 'none' ? refused('TableMissing', this.hookTablesMissing()) : ready
+    }
+    if (inspected.relation === undefined && this.io.policy.autoCreateTables) {
+      await this.create(db, [rowTableDdl(this.schema, table)])
       inspected = await this.inspect(db, table)
     }
     if (inspected.relation === undefined) return tableMissing(`relation "${this.schema}.${table}" does not exist`)
-    if (!inspected.tombstones) return refused('TableMissing', this.tombstonesMissing())
     const verdict = tableVerdict(this.schema, table, inspected.relation)
     if (verdict.kind === 'unfit') return refused(verdict.reason, verdict.message)
     this.fit.set(table, { oid: verdict.oid, at: performance.now() })
-    this.tombstonesExist = true
+    this.hookTablesCurrent = true
     return verdict.oid
   }
 
-  /** Whether the tombstones table exists, created when it does not and PG_AUTO_CREATE_TABLES allows it. */
-  private async tombstonesReady (db: pg.PoolClient): Promise<boolean> {
-    if (this.tombstonesExist) return true
-    if ((await this.inspect(db, TOMBSTONES_TABLE)).tombstones) return (this.tombstonesExist = true)
-    if (!this.io.policy.autoCreateTables) return false
-    await this.create(db, tombstonesDdl(this.schema))
-    return (this.tombstonesExist = true)
+  /**
+   * Whether the hook's own tables are current: `ready`; `none` when they are missing and PG_AUTO_CREATE_TABLES=false;
+   * or why they cannot be made so.
+   */
+  private async hookTablesReady (db: pg.PoolClient): Promise<'ready' | 'none' | Failed> {
+    if (this.hookTablesCurrent) return 'ready'
+    const { hookTables } = await this.inspect(db, TOMBSTONES_TABLE)
+    const ready = hookTables === 'current' ? 'ready' : await this.prepareHookTables(db, hookTables)
+    if (ready === 'ready') this.hookTablesCurrent = true
+    return ready
   }
 
-  private tombstonesMissing (): string {
-    const ddl = tombstonesDdl(this.schema).map((statement) => `${statement.replace(' IF NOT EXISTS', '')};`).join(' ')
-    return `relation "${this.schema}.${TOMBSTONES_TABLE}" does not exist: the hook records there the uid of every finalized PostgresWriter, so that no call that arrives after the finalize writes its row again; create it (${ddl}) and grant the hook's user SELECT, INSERT and DELETE on it, or set PG_AUTO_CREATE_TABLES=true; nothing was written`
+  /** Creates the hook's missing tables, or migrates an earlier version's, when PG_AUTO_CREATE_TABLES allows it. */
+  private async prepareHookTables (db: pg.PoolClient, state: Exclude<HookTables, 'current'>): Promise<'ready' | 'none' | Failed> {
+    if (!this.io.policy.autoCreateTables) return state === 'missing' ? 'none' : refused('TableMissing', await this.migrationNeeded(db))
+    if (state === 'missing') {
+      await this.create(db, hookTablesDdl(this.schema))
+      return 'ready'
+    }
+    await this.migrate(db)
+    return 'ready'
   }
 
-  private tablesKeptChanging (): Failed {
+  /**
+   * Migrates the tables of a version that recorded no placements (tables.ts, migrationDdl), once: replicas that
+   * start together take turns on a transaction lock, and each looks again once it holds it.
+   */
+  private async migrate (db: pg.PoolClient): Promise<void> {
+    await db.query('BEGIN')
+    try {
+      await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`postgres-writer tables ${this.schema}`])
+      if ((await this.inspect(db, TOMBSTONES_TABLE)).hookTables === 'earlier') {
+        for (const statement of migrationDdl(this.schema, await this.earlierRowTables(db))) await db.query(statement)
+      }
+      await db.query('COMMIT')
+    } catch (error) {
+      await db.query('ROLLBACK').catch(() => {})
+      throw error
+    }
+  }
+
+  private async earlierRowTables (db: pg.PoolClient): Promise<string[]> {
+    const result = await db.query<{ relname: string }>(earlierRowTablesQuery, [this.schema, TABLE_NAME_PATTERN])
+    return result.rows.map((row) => row.relname).filter(isSqlIdentifier)
+  }
+
+  private hookTablesMissing (): string {
+    return `the hook's own tables are missing from schema ${this.schema}: they record where each row was written, and the uid of every finalized PostgresWriter, so that no call that arrives after the finalize writes its row again; create them (${ddlText(hookTablesDdl(this.schema))}) and grant the hook's user SELECT, INSERT, UPDATE and DELETE on them, or set PG_AUTO_CREATE_TABLES=true; nothing was written`
+  }
+
+  private async migrationNeeded (db: pg.PoolClient): Promise<string> {
+    const statements = migrationDdl(this.schema, await this.earlierRowTables(db))
+    return `the hook's tables in schema ${this.schema} are those of an earlier version, which did not record where it wrote each row: migrate them in one transaction (BEGIN; ${ddlText(statements)} COMMIT;) and grant the hook's user SELECT, INSERT, UPDATE and DELETE on ${this.placements}, or set PG_AUTO_CREATE_TABLES=true; nothing was written`
+  }
+
+  private tablesKeptChanging (changed: string): Failed {
     return {
       kind: 'failed',
       reason: 'DatabaseUnavailable',
-      message: `the tables of schema ${this.schema} that may hold the row changed ${ATTEMPTS_FOR_TABLES} times while the call ran; retrying in ${RETRY_UNAVAILABLE_SECONDS}s`,
+      message: `the tables of schema ${this.schema} that hold the row changed ${ATTEMPTS_FOR_TABLES} times while the call ran${changed}; retrying in ${RETRY_UNAVAILABLE_SECONDS}s`,
       retryAfterSeconds: RETRY_UNAVAILABLE_SECONDS
     }
   }
 
-  private async inspect (db: pg.PoolClient, table: string): Promise<{ tombstones: boolean, relation: Relation | undefined }> {
-    const [row] = (await this.query<Relation & { tombstones: boolean, oid: string | null }>(db, inspectStatement, [this.schema, table])).rows
-    return { tombstones: row?.tombstones === true, relation: row?.oid === null || row === undefined ? undefined : row }
+  private async inspect (db: pg.PoolClient, table: string): Promise<{ hookTables: HookTables, relation: Relation | undefined }> {
+    const [row] = (await this.query<Relation & { hookTables: HookTables, oid: string | null }>(db, inspectStatement, [this.schema, table])).rows
+    return { hookTables: row?.hookTables ?? 'missing', relation: row?.oid === null || row === undefined ? undefined : row }
   }
 
   /**
@@ -282,35 +342,37 @@ export class RowStore {
 
   /** Whether the uid ($5) is tombstoned; nothing is written for it. */
   private finalized (): string {
-    return `EXISTS (SELECT 1 FROM ${this.tombstones} WHERE uid = $5)`
+    return `EXISTS (SELECT 1 FROM ${this.tombstones} WHERE object_uid = $5)`
   }
 
   /**
-   * The row where the last acknowledged sync put it: read, and updated when it differs, as long as the object was not
-   * finalized (so that a late sync of a finalized object stays off the row of an object created since under the same
-   * name). An unchanged resync, the common call, is one read of one row. The table is known by the OID of the table
-   * the row comes from. Undefined when the row must be placed: it is not there, or was not updated.
+   * The row where the last acknowledged sync put it: read, and updated when it differs, as long as it is recorded there
+   * as this object's and the object was not finalized (so that a late sync of a finalized object stays off the row of
+   * an object created since under the same name). An unchanged resync, the common call, is one read of one row. The
+   * table is known by the OID of the table the row comes from. Undefined when the row must be placed: it is not there,
+   * not recorded as this object's, or was not updated.
    */
   private async inPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale' | undefined> {
-    const values = [row.id, row.name, row.age, row.country]
-    const [found] = (await this.query<{ sameTable: boolean, matched: boolean }>(db, this.text(`read ${table}`, () =>
-      `SELECT o.tableoid = $5::oid AS "sameTable", (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text) AS matched
+    const values = [row.id, row.name, row.age, row.country, uid]
+    const recorded = `EXISTS (SELECT 1 FROM ${this.placements} r WHERE r.id = $1 AND r.table_name = $7 AND r.uid = $5) AND NOT ${this.finalized()}`
+    const [found] = (await this.query<{ sameTable: boolean, matched: boolean, settled: boolean }>(db, this.text(`read ${table}`, () =>
+      `SELECT o.tableoid = $6::oid AS "sameTable", (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text) AS matched, ${recorded} AS settled
        FROM ONLY ${this.table(table)} AS o WHERE o.id = $1`),
-    [...values, oid]
+    [...values, oid, table]
     )).rows
-    if (found === undefined) return undefined
+    if (found === undefined || !found.settled) return undefined
     if (!found.sameTable) return 'stale'
     if (found.matched) return { kind: 'done' }
     // An update never brings back a row that a finalize deleted: what it does not write is placed, under the row's lock.
     const [updated] = (await this.query<{ written: number, kept: boolean }>(db, this.text(`update ${table}`, () =>
       `WITH written AS (
          UPDATE ONLY ${this.table(table)} AS t SET name = $2, age = $3, country = $4
-         WHERE t.id = $1 AND t.tableoid = $6::oid AND NOT ${this.finalized()}
+         WHERE t.id = $1 AND t.tableoid = $6::oid AND ${recorded}
            AND (t.name, t.age, t.country) IS DISTINCT FROM ($2::text, $3::integer, $4::text)
          RETURNING t.name, t.age, t.country
        )
        SELECT count(*)::int AS written, coalesce(bool_and((name, age, country) = ($2::text, $3::integer, $4::text)), false) AS kept FROM written`),
-    [...values, uid, oid]
+    [...values, oid, table]
     )).rows
     if (updated === undefined || updated.written === 0) return undefined
     return updated.kept ? { kind: 'done' } : this.notKept(table)
@@ -318,29 +380,39 @@ export class RowStore {
 
   /**
    * Places the row: after the row's advisory lock, so that the statement sees what an earlier placement or finalize
-   * committed (a tombstone, a copy elsewhere), one statement upserts it and deletes it from the other tables that may
-   * hold it, when they are the ones it expected. One round trip, unless those tables changed since the last placement.
+   * committed (a tombstone, a record elsewhere), one statement upserts it, deletes it from the other tables recorded as
+   * holding it when they are the ones it expected (`others`), and records it here, for this object. One round trip,
+   * unless those tables are not the ones the status named.
    */
-  private async place (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale'> {
-    for (let attempt = 1; ; attempt++) {
-      const [, placement] = await this.batch(db, [lockRow(row.id), this.placement(row, table, uid, oid, this.tables.filter((other) => other !== table))])
-      const report = placement?.rows[0] as Placement
-      this.tables = report.tables
+  private async place (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string, others: readonly string[]): Promise<WriteResult | 'stale'> {
+    let expected = others
+    for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
+      let report: Placement
+      try {
+        const [, placement] = await this.batch(db, [lockRow(row.id), this.placement(row, table, uid, oid, expected)])
+        report = placement?.rows[0] as Placement
+      } catch (error) {
+        // One of the tables it expected is gone: the next run, expecting none, learns which ones remain.
+        if (sqlState(error) !== '42P01' || expected.length === 0) throw error
+        expected = []
+        continue
+      }
       if (report.expected || report.finalized || !report.sameTable) return this.placed(report, row, table, uid)
-      if (attempt === ATTEMPTS_FOR_TABLES) return this.tablesKeptChanging()
+      expected = report.tables.filter(isSqlIdentifier)
     }
+    return this.tablesKeptChanging('')
   }
 
   /**
    * The statement of a placement, after the advisory lock. $7 is the table's qualified name: the write is made only if
-   * it still names the table found fit. $8..$10 select the tables that may hold a copy; the row is written, and
-   * deleted from `others`, only if those are the tables other than `table` ($11). It reports them all.
+   * it still names the table found fit. The row is written, deleted from `others`, and recorded in `table` ($8) alone,
+   * for this object, only if `others` are the other tables recorded as holding it ($9). It reports them.
    */
   private placement (row: Row, table: string, uid: string, oid: string, others: readonly string[]): Query {
     const text = this.text(`place ${table} ${others.join(' ')}`, () =>
       `WITH guard AS (SELECT to_regclass($7) = $6::oid AS "sameTable", ${this.finalized()} AS finalized),
-       tables AS (${rowTablesQuery('$8', '$9', '$10')}),
-       expected AS (SELECT ARRAY(SELECT relname FROM tables WHERE relname <> $11 ORDER BY relname)::text[] = $12::text[] AS expected),
+       recorded AS (${recordedTablesQuery(this.placements, { id: '$1', schema: '$10', pattern: '$11', owner: 'r.table_name <> $8' })}),
+       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] = $9::text[] AS expected),
        go AS (SELECT 1 FROM guard, expected WHERE guard."sameTable" AND NOT guard.finalized AND expected.expected),
        written AS (
          INSERT INTO ${this.table(table)} AS t (id, name, age, country)
@@ -349,38 +421,45 @@ export class RowStore {
          WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
          RETURNING t.name, t.age, t.country
        )${others.map((other, i) => `,
-       deleted_${i} AS (DELETE FROM ONLY ${this.table(other)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go))`).join('')}
+       deleted_${i} AS (DELETE FROM ONLY ${this.table(other)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go))`).join('')},
+       unrecorded AS (DELETE FROM ${this.placements} WHERE id = $1 AND table_name <> $8 AND EXISTS (SELECT 1 FROM go)),
+       recorded_here AS (
+         INSERT INTO ${this.placements} AS r (id, table_name, uid) SELECT $1, $8, $5 FROM go
+         ON CONFLICT (id, table_name) DO UPDATE SET uid = EXCLUDED.uid WHERE r.uid IS DISTINCT FROM EXCLUDED.uid
+       )
        SELECT guard."sameTable", guard.finalized, expected.expected,
          (SELECT count(*) FROM written)::int AS written,
          EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept,
          EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched,
-         ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] AS tables
+         ARRAY(SELECT table_name FROM recorded)::text[] AS tables
        FROM guard, expected`)
-    return [text, [row.id, row.name, row.age, row.country, uid, oid, this.table(table), this.schema, TABLE_NAME_PATTERN, this.allowlist, table, others]]
+    return [text, [row.id, row.name, row.age, row.country, uid, oid, this.table(table), table, others, this.schema, TABLE_NAME_PATTERN]]
   }
 
   /**
-   * The statement of a finalize, after the advisory lock: when the tables that may hold the row are `tables`, it
-   * tombstones the uid and, if the uid was not tombstoned before, deletes the row from each of them. It reports them all.
+   * The statement of a finalize, after the advisory lock: when the tables recorded as holding the row for this object
+   * (or for no object in particular: a row adopted from an earlier version) are `tables`, it tombstones the uid and, if
+   * the uid was not tombstoned before, deletes the row from each of them, and their records. It reports them.
    * A repeated finalize (Metacontroller calls finalize again while another finalizer holds the object) refreshes its
    * tombstone, and the expired ones it purges never include its own: each statement sees the table as it was before
    * it, so a purge and a refresh of the same tombstone in one statement would leave it deleted.
-   * Without a tombstones table (PG_AUTO_CREATE_TABLES=false) no sync can write at all, so none can undo the delete.
    */
-  private finalize (id: string, uid: string, tombstones: boolean, tables: readonly string[]): Query {
-    const text = this.text(`finalize ${String(tombstones)} ${tables.join(' ')}`, () =>
-      `WITH tables AS (${rowTablesQuery('$1', '$2', '$3')}),
-       expected AS (SELECT ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] = $4::text[] AS expected)${tombstones
-        ? `,
-       previous AS (SELECT 1 FROM ${this.tombstones} WHERE uid = $6),
-       expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS}) AND uid <> $6),
-       tombstone AS (INSERT INTO ${this.tombstones} (uid, id) SELECT $6, $5 FROM expected WHERE expected ON CONFLICT (uid) DO UPDATE SET finalized_at = now())`
-        : ''}${tables.map((table, i) => `,
-       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $5 AND EXISTS (SELECT 1 FROM expected WHERE expected)${tombstones ? ' AND NOT EXISTS (SELECT 1 FROM previous)' : ''})`).join('')}
-       SELECT expected, ARRAY(SELECT relname FROM tables ORDER BY relname)::text[] AS tables FROM expected`)
-    // PostgreSQL refuses a value for a parameter that the text does not use: the id ($5) and uid ($6) go only where used.
-    const used = tombstones ? 6 : tables.length > 0 ? 5 : 4
-    return [text, [this.schema, TABLE_NAME_PATTERN, this.allowlist, tables, id, uid].slice(0, used)]
+  private finalize (id: string, uid: string, tables: readonly string[]): Query {
+    const owned = '(r.uid = $2 OR r.uid IS NULL)'
+    const text = this.text(`finalize ${tables.join(' ')}`, () =>
+      `WITH previous AS (SELECT 1 FROM ${this.tombstones} WHERE object_uid = $2),
+       recorded AS (${recordedTablesQuery(this.placements, { id: '$1', schema: '$3', pattern: '$4', owner: owned })}),
+       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] = $5::text[] AS expected),
+       go AS (SELECT 1 FROM expected WHERE expected AND NOT EXISTS (SELECT 1 FROM previous)),
+       expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS}) AND object_uid <> $2),
+       tombstone AS (
+         INSERT INTO ${this.tombstones} (object_uid, id) SELECT $2, $1 FROM expected WHERE expected
+         ON CONFLICT (object_uid) DO UPDATE SET finalized_at = now()
+       )${tables.map((table, i) => `,
+       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go))`).join('')},
+       unrecorded AS (DELETE FROM ${this.placements} r WHERE r.id = $1 AND ${owned} AND EXISTS (SELECT 1 FROM go))
+       SELECT expected, ARRAY(SELECT table_name FROM recorded)::text[] AS tables FROM expected`)
+    return [text, [id, uid, this.schema, TABLE_NAME_PATTERN, tables]]
   }
 
   /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */
@@ -396,6 +475,20 @@ export class RowStore {
   private notKept (table: string): Failed {
     return refused('TableIncompatible', `${this.schema}.${table} did not keep the row as written (a trigger, rule or policy on it changes or drops rows): PostgresWriter needs the row stored as it sends it, to know that it matches the spec`)
   }
+}
+
+/**
+ * The tables a call first expects to hold the row: the one its status names, where the last acknowledged sync put it.
+ * The status is the client's word: a name reaches SQL only once it is an identifier, and the statement checks it
+ * against the placements before it deletes anything.
+ */
+function expectation (previousTable: string | undefined): string[] {
+  return previousTable !== undefined && isSqlIdentifier(previousTable) ? [previousTable] : []
+}
+
+/** DDL statements as one line of SQL, for a message. */
+function ddlText (statements: readonly string[]): string {
+  return statements.map((statement) => `${statement.replace(' IF NOT EXISTS', '')};`).join(' ')
 }
 
 /** Two hooks creating the same table at once: one wins, the other sees a duplicate in the catalog. */

@@ -22,11 +22,11 @@ export type Refusal = { reason: 'InvalidTableName' | 'TableNotAllowed', message:
 export type SyncPlan =
   | { kind: 'refuse', refusal: Refusal }
   /**
-   * `placed`: the last acknowledged sync put the row in this very table, so an upsert there is all it takes.
-   * Otherwise (first write, table change, or an answer that never reached Metacontroller) the row may sit in any
-   * table, and the write also removes it from every other one.
+   * `previousTable`: where the last acknowledged sync put the row. When it is this very table, an update there is all
+   * it takes. Otherwise (first write, table change, or an answer that never reached Metacontroller) the write also
+   * removes the row from every other table where the hook wrote it, which it expects to be `previousTable`.
    */
-  | { kind: 'write', row: Row, table: string, placed: boolean, uid: string }
+  | { kind: 'write', row: Row, table: string, previousTable: string | undefined, uid: string }
 
 /** What the database did; a failure carries a reason a person can act on. */
 export type WriteResult =
@@ -89,7 +89,7 @@ export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncP
     kind: 'write',
     row: { id, name: spec.name, age: spec.age, country: spec.country },
     table: spec.table,
-    placed: parent.status.table === spec.table,
+    previousTable: parent.status.table,
     uid
   }
 }

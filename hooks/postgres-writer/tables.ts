@@ -1,17 +1,29 @@
 /**
  * What a PostgresWriter table is. The row is written only into an ordinary table (not a view, a materialized view,
  * a partitioned table, a partition, an inheritance child or a foreign table), where the hook can read it back and
- * delete it, and whose columns can hold it as sent. The same rule decides which tables may hold a stray copy of a
- * row: every statement names its table with ONLY, so that an inheritance parent's children are never reached.
+ * delete it, and whose columns can hold it as sent. Every statement names its table with ONLY, so that an inheritance
+ * parent's children are never reached.
  */
 
-/** Where finalize records the uid of each finalized object; a name no PostgresWriter table can have (see TABLE_NAME_PATTERN). */
+/**
+ * The hook's own tables in PG_SCHEMA, with names no PostgresWriter table can have (see TABLE_NAME_PATTERN).
+ *
+ * Placements: where the hook wrote each object's row, one entry per table that holds it (one, once a placement
+ * committed), written in the transaction that writes the row. A placement deletes the row only from the tables
+ * recorded here, and a finalize deletes it from those alone, whatever PG_TABLE_ALLOWLIST says now: the hook removes
+ * every row it wrote, and never one it did not. `uid` is the object that wrote it; null for a row adopted from an
+ * earlier version, which any object of that id owns.
+ */
+export const PLACEMENTS_TABLE = 'postgres-writer-rows'
+
+/** Where finalize records the uid of each finalized object. */
 export const TOMBSTONES_TABLE = 'postgres-writer-tombstones'
 
 /**
- * How long a tombstone is kept. It must outlive every call that Metacontroller sent before the finalize: such a call
- * starts within the server's request timeout (60 s) and then runs at most PG_HOOK_DEADLINE (under 10 s), each of its
- * statements also bounded by the deadline. Ten minutes leave a wide margin; finalize removes older tombstones.
+ * How long a tombstone is kept after the last finalize of its object. It must outlive every call that Metacontroller
+ * sent before the finalize: such a call starts within the server's request timeout (60 s) and then runs at most
+ * PG_HOOK_DEADLINE (under 10 s), each of its statements also bounded by the deadline. Ten minutes leave a wide
+ * margin; finalize removes older tombstones, never its own.
  */
 export const TOMBSTONE_RETENTION_SECONDS = 600
 
@@ -23,11 +35,38 @@ export function rowTableDdl (schema: string, table: string): string {
   return `CREATE TABLE IF NOT EXISTS ${qualified(schema, table)} (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL)`
 }
 
-export function tombstonesDdl (schema: string): string[] {
+/** The DDL of the hook's own tables. */
+export function hookTablesDdl (schema: string): string[] {
   const tombstones = qualified(schema, TOMBSTONES_TABLE)
   return [
-    `CREATE TABLE IF NOT EXISTS ${tombstones} (uid text PRIMARY KEY, id text NOT NULL, finalized_at timestamptz NOT NULL DEFAULT now())`,
-    `CREATE INDEX IF NOT EXISTS ${quote(`${TOMBSTONES_TABLE}-finalized-at`)} ON ${tombstones} (finalized_at)`
+    `CREATE TABLE IF NOT EXISTS ${tombstones} (object_uid text PRIMARY KEY, id text NOT NULL, finalized_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE INDEX IF NOT EXISTS ${quote(`${TOMBSTONES_TABLE}-finalized-at`)} ON ${tombstones} (finalized_at)`,
+    `CREATE TABLE IF NOT EXISTS ${qualified(schema, PLACEMENTS_TABLE)} (id text NOT NULL, table_name text NOT NULL, uid text, PRIMARY KEY (id, table_name))`
+  ]
+}
+
+/**
+ * The hook's tables as the catalog shows them: `current`; `earlier`, the tombstones of a version that recorded no
+ * placements (its column `uid`), whose rows the migration adopts; or `missing`, to be created.
+ */
+export type HookTables = 'current' | 'earlier' | 'missing'
+
+/**
+ * The migration from a version that recorded no placements, in one transaction after the lock on the tombstones
+ * table, which waits for every statement of that version to end: each row of every table that version would have
+ * taken for a PostgresWriter table (`earlierRowTablesQuery`) is recorded, with no owner. Its tombstones' `uid` column
+ * is renamed, so that replicas of that version still running (a rolling update) fail from then on, instead of writing
+ * rows that no placement records.
+ */
+export function migrationDdl (schema: string, earlierTables: readonly string[]): string[] {
+  const tombstones = qualified(schema, TOMBSTONES_TABLE)
+  const placements = qualified(schema, PLACEMENTS_TABLE)
+  return [
+    `LOCK TABLE ${tombstones} IN ACCESS EXCLUSIVE MODE`,
+    ...hookTablesDdl(schema).slice(2),
+    ...earlierTables.map((table) =>
+      `INSERT INTO ${placements} (id, table_name) SELECT id, '${table}' FROM ONLY ${qualified(schema, table)} WHERE id IS NOT NULL ON CONFLICT DO NOTHING`),
+    `ALTER TABLE ${tombstones} RENAME COLUMN uid TO object_uid`
   ]
 }
 
@@ -55,10 +94,15 @@ interface Column {
 }
 
 /**
- * $1 schema, $2 table: the relation of that name (all null when there is none), and whether the tombstones table
- * exists. One catalog read, made the first time a table is used and again when a write finds it changed.
+ * $1 schema, $2 table: the relation of that name (all null when there is none), and the state of the hook's own
+ * tables. One catalog read, made the first time a table is used and again when a write finds it changed.
  */
-export const inspectStatement = `SELECT to_regclass(format('%I.%I', $1::text, '${TOMBSTONES_TABLE}')) IS NOT NULL AS tombstones, r.*
+export const inspectStatement = `SELECT CASE
+    WHEN to_regclass(format('%I.%I', $1::text, '${TOMBSTONES_TABLE}')) IS NULL THEN 'missing'
+    WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+      WHERE a.attrelid = to_regclass(format('%I.%I', $1::text, '${TOMBSTONES_TABLE}')) AND a.attname = 'uid' AND NOT a.attisdropped) THEN 'earlier'
+    WHEN to_regclass(format('%I.%I', $1::text, '${PLACEMENTS_TABLE}')) IS NULL THEN 'missing'
+    ELSE 'current' END AS "hookTables", r.*
   FROM (SELECT 1) AS one LEFT JOIN LATERAL (
     SELECT c.oid::text AS oid, c.relkind::text AS relkind, c.relispartition AS partition,
       (SELECT i.inhparent::regclass::text FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid LIMIT 1) AS parent,
@@ -73,25 +117,37 @@ export const inspectStatement = `SELECT to_regclass(format('%I.%I', $1::text, '$
   ) AS r ON true`
 
 /**
- * The tables of schema `schema` (a parameter, e.g. `$8`) that may hold a PostgresWriter row and that this user may
- * delete from: ordinary tables with a text id and name, age and country columns, whose name a spec.table can have
- * (`pattern`) and that PG_TABLE_ALLOWLIST admits (`allowlist`, a text[] or null). A SELECT of `c.relname`.
+ * $1 schema, $2 TABLE_NAME_PATTERN: the tables in which a version that recorded no placements wrote its rows, and deleted
+ * stray copies of them: the ordinary tables of the schema with a text id and name, age and country columns, whose name
+ * a spec.table can have. That version also left out the tables PG_TABLE_ALLOWLIST refused; the migration does not,
+ * since an earlier allowlist may have admitted them. Only those this user may read.
  *
  * The schema's relations are found in pg_depend, where PostgreSQL records each relation's dependency on its schema
- * (what DROP SCHEMA … CASCADE follows, and ALTER TABLE … SET SCHEMA moves): an index scan over the schema's own
- * objects. A scan of pg_class reads every relation of the database: with 6,400 relations in other schemas, this query
- * cost 1.26 ms of the database's CPU that way, against 0.08 ms.
+ * (what DROP SCHEMA … CASCADE follows, and ALTER TABLE … SET SCHEMA moves): an index scan over the schema's own objects,
+ * not over every relation of the database.
  */
-export const rowTablesQuery = (schema: string, pattern: string, allowlist: string): string => `SELECT c.relname
+export const earlierRowTablesQuery = `SELECT c.relname
   FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class c ON c.oid = d.objid
   WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND d.classid = 'pg_catalog.pg_class'::regclass
-    AND d.refobjid = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = ${schema})
+    AND d.refobjid = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = $1)
     AND c.relkind = 'r' AND NOT c.relispartition
     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid)
-    AND c.relname ~ ${pattern} AND (${allowlist}::text[] IS NULL OR c.relname = ANY (${allowlist}::text[]))
-    AND has_table_privilege(c.oid, 'DELETE')
+    AND c.relname ~ $2 AND has_table_privilege(c.oid, 'SELECT')
     AND (SELECT count(*) FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
-      AND (a.attname IN ('name', 'age', 'country') OR (a.attname = 'id' AND a.atttypid IN ('text'::regtype, 'varchar'::regtype)))) = 4`
+      AND (a.attname IN ('name', 'age', 'country') OR (a.attname = 'id' AND a.atttypid IN ('text'::regtype, 'varchar'::regtype)))) = 4
+  ORDER BY c.relname`
+
+/**
+ * The tables of schema `schema` (a parameter) recorded as holding the row of `id` (a parameter), among those `owner`
+ * (a condition on `r`, the placement) selects: those whose name a spec.table can have (`pattern`), and that are still
+ * ordinary tables. A record of a table dropped since is stale: the row went with the table. A SELECT of
+ * `r.table_name`, ordered.
+ */
+export const recordedTablesQuery = (placements: string, { id, schema, pattern, owner }: { id: string, schema: string, pattern: string, owner: string }): string => `SELECT r.table_name
+  FROM ${placements} r
+  WHERE r.id = ${id} AND ${owner} AND r.table_name ~ ${pattern}
+    AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = to_regclass(format('%I.%I', ${schema}::text, r.table_name)) AND c.relkind = 'r')
+  ORDER BY r.table_name`
 
 const RELATION_KINDS: Record<string, string> = {
   p: 'a partitioned table',

@@ -30,15 +30,19 @@ test(`six tables whose triggers each sleep ${TRIGGER_SLEEP_SECONDS} s: sync and 
   const observer = await postgres.connect()
 
   for (const table of TABLES) assert.equal(outcomeOf(await new Writer(`in-${table}`, { table, name: table, age: 1, country: 'x' }).call(server)), 'Ready')
-  // Rows as answers lost to timeouts could leave behind. Placing the first writer's row in students touches all six
-  // tables (an insert and five deletes, 1.5 s each: 9 s); finalizing the second one deletes from all six (9 s). The
-  // server knows the six tables (each writer's placement told it), so each call is its row's lock, then one statement.
+  // Rows in every table, as an earlier version that recorded no placements could leave them, adopted with no owner.
+  // Placing the first writer's row in students touches all six tables (an insert and five deletes, 1.5 s each: 9 s);
+  // finalizing the second one deletes from all six (9 s). Each call is its row's lock, then one statement.
   const placed = new Writer('placed', { table: 'students', name: 'ada', age: 36, country: 'england' })
   const finalized = new Writer('finalized', { table: 'students', name: 'alan', age: 41, country: 'england' })
   finalized.delete()
+  const adopt = async (id: string, table: string): Promise<void> => {
+    await admin.query(`INSERT INTO "${schema}"."${table}" VALUES ($1, 'stray', 1, 'x')`, [id])
+    await admin.query(`INSERT INTO "${schema}"."postgres-writer-rows" (id, table_name) VALUES ($1, $2)`, [id, table])
+  }
   for (const table of TABLES) {
-    if (table !== 'students') await admin.query(`INSERT INTO "${schema}"."${table}" VALUES ($1, 'stray', 1, 'x')`, [placed.id])
-    await admin.query(`INSERT INTO "${schema}"."${table}" VALUES ($1, 'stray', 1, 'x')`, [finalized.id])
+    if (table !== 'students') await adopt(placed.id, table)
+    await adopt(finalized.id, table)
   }
   await admin.query(`CREATE FUNCTION "${schema}".slow_row() RETURNS trigger LANGUAGE plpgsql AS
     $$ BEGIN PERFORM pg_sleep(${TRIGGER_SLEEP_SECONDS}); RETURN COALESCE(NEW, OLD); END $$`)

@@ -114,12 +114,13 @@ test('finalize deletes the row and answers finalized: true; a missing row or tab
   assert.equal(tableGone.json.finalized, true)
 })
 
-test('finalize deletes the row from both the last written table and the spec\'s table', async (t) => {
+test('finalize deletes the row from the spec\'s table too, where a move whose answer was lost put it', async (t) => {
   const app = await build(t)
   await sync(app, fixture('postgres-writer', 'sync-create'))
+  // The move to graduates committed, but its answer never reached Metacontroller: the status still says students.
+  await sync(app, fixture('postgres-writer', 'sync-table-moved'))
   const request = fixture('postgres-writer', 'finalize')
   request.object.spec.table = 'graduates'
-  await (app.pool as pg.Pool).query(`CREATE TABLE "${app.schema}".graduates (LIKE "${app.schema}".students INCLUDING ALL); INSERT INTO "${app.schema}".graduates VALUES ('default/sample-student', 'alex', 23, 'canada')`)
   const { json } = await sync(app, request, 'finalize')
   assert.equal(json.finalized, true)
   assert.deepEqual(await rows(app, 'students'), [])
@@ -179,7 +180,7 @@ test('a spec the hook cannot interpret gets Ready=False InvalidSpec naming the f
   assert.match(invalidSpecReady(statusCode, json).message, /spec\.country: .*spec\.age: /)
 })
 
-test('a move whose answer was lost leaves no stray copy: the next placement and the finalize clean every table', async (t) => {
+test('a move whose answer was lost leaves no stray copy: the next placement and the finalize clean every table the hook wrote', async (t) => {
   const app = await build(t)
   await sync(app, fixture('postgres-writer', 'sync-create'))
   // The move to graduates committed, but its answer never reached Metacontroller: the status still says students.
@@ -194,10 +195,10 @@ test('a move whose answer was lost leaves no stray copy: the next placement and 
   assert.equal(json.status.table, 'alumni')
   assert.deepEqual([(await rows(app, 'students')).length, (await rows(app, 'graduates')).length, (await rows(app, 'alumni')).length], [0, 0, 1])
 
-  // A copy that got into a table by any other way is gone after the finalize too.
+  // A row that got into a table by any other way is not the hook's: the finalize leaves it.
   await (app.pool as pg.Pool).query(`INSERT INTO "${app.schema}".graduates VALUES ('default/sample-student', 'alex', 23, 'canada')`)
   assert.equal((await sync(app, fixture('postgres-writer', 'finalize'), 'finalize')).json.finalized, true)
-  assert.deepEqual([(await rows(app, 'graduates')).length, (await rows(app, 'alumni')).length], [0, 0])
+  assert.deepEqual([(await rows(app, 'graduates')).length, (await rows(app, 'alumni')).length], [1, 0])
 })
 
 test('a resync whose row went missing writes it again', async (t) => {
@@ -228,4 +229,19 @@ test('a row\'s key is unambiguous: names that would collide, and a missing names
   }
   const tables = await (app.pool as pg.Pool).query('SELECT 1 FROM pg_catalog.pg_tables WHERE schemaname = $1', [app.schema])
   assert.equal(tables.rowCount, 0, 'nothing was written')
+})
+
+test('a status.table that is not a table name never reaches SQL: sync and finalize go on as if the status named none', async (t) => {
+  const app = await build(t)
+  await sync(app, fixture('postgres-writer', 'sync-create'))
+  const hostile = 'x"; DROP TABLE students; --'
+  for (const [name, hook] of [['sync-table-moved', 'sync'], ['finalize', 'finalize']] as const) {
+    const request = fixture('postgres-writer', name)
+    request.object.status.table = hostile
+    const { statusCode, json } = await sync(app, request, hook)
+    assert.equal(statusCode, 200)
+    if (hook === 'sync') assert.equal(json.status.conditions[0].reason, 'RowWritten', json.status.conditions[0].message)
+    else assert.equal(json.finalized, true, json.status.conditions[0].message)
+  }
+  assert.deepEqual([(await rows(app, 'students')).length, (await rows(app, 'graduates')).length], [0, 0])
 })
