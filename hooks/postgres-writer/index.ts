@@ -22,12 +22,12 @@ export const postgresWriter: DecoratorController<typeof postgresWriterResource, 
   hooks: {
     sync: async (_request, { parent, now, io: { postgres } }) => {
       const plan = planSync(parent, postgres.policy)
-      const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await storeFor(postgres).write(plan.row, plan.table, plan.previousTable, plan.uid) }
+      const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await storeFor(postgres).write(plan) }
       return syncResponse(parent, outcome, postgres.policy, now)
     },
     finalize: async (_request, { parent, now, io: { postgres } }) => {
       const { id, uid } = rowOwner(parent)
-      return finalizeResponse(parent, await storeFor(postgres).delete(id, uid, parent.status.table), postgres.policy, now)
+      return finalizeResponse(parent, await storeFor(postgres).delete({ id, uid, previousTable: parent.status.table, deleting: parent.deleting }), postgres.policy, now)
     }
   }
 }

@@ -23,7 +23,8 @@ export const postgresWriterResource = customResource({
   spec: PostgresWriterSpecSchema,
   status: {
     table: Type.Optional(Type.String({ description: 'Table that holds the row since the last successful sync.' })),
-    id: Type.Optional(Type.String({ description: 'Primary key of the row: <namespace>/<name>.' }))
+    id: Type.Optional(Type.String({ description: 'Primary key of the row: <namespace>/<name>.' })),
+    releaseToken: Type.Optional(Type.String({ description: 'Set when the row was deleted because this object stopped matching the selector of its DecoratorController: the first sync once it matches again carries it back, which tells it from a sync sent before, and writes the row again.' }))
   },
   printerColumns: [
     { name: 'Table', type: 'string', jsonPath: '.spec.table' },

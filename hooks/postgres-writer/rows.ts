@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import pg from 'pg'
 import { runBatch, type StatementResult, type Value } from '../database/pg-internals.js'
 import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
@@ -5,7 +6,7 @@ import type { PostgresIo } from '../database/pool.js'
 import { markBroken, mustDiscard, preparedStatementFailed, remembered, statement } from '../database/statements.js'
 import { isSqlIdentifier } from '../database/sql-identifier.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
-import type { Row, WriteResult } from './sync.js'
+import type { Failed, FinalizeResult, Row, SyncPlan, WriteResult } from './sync.js'
 import {
   earlierRowTablesQuery, hookTablesDdl, inspectStatement, migrationDdl, PLACEMENTS_TABLE, qualified, quote, recordedTablesQuery,
   ROW_SHAPE, rowTableDdl, tableVerdict, TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE, type HookTables, type Relation
@@ -19,8 +20,6 @@ import {
 
 const RETRY_UNAVAILABLE_SECONDS = 10
 const RETRY_REFUSED_SECONDS = 60
-
-type Failed = Extract<WriteResult, { kind: 'failed' }>
 
 /**
  * The SQLSTATE of an error PostgreSQL reported; undefined for a network or driver error, whose `code` (if any) is
@@ -69,8 +68,10 @@ const refused = (reason: string, message: string): Failed => ({ kind: 'failed', 
 interface Placement {
   /** The table's name still means the table found fit (its OID). */
   sameTable: boolean
-  /** The object's uid is tombstoned: it was finalized. */
+  /** The object's uid is tombstoned: it was finalized, and this sync does not carry the token that released it. */
   finalized: boolean
+  /** The tombstone's release token, if the object was released rather than deleted. */
+  releaseToken: string | null
   /** The other tables recorded as holding the row were the ones the statement deleted it from; otherwise it wrote nothing. */
   expected: boolean
   /** Rows the statement wrote, and whether the row written reads back as sent. */
@@ -82,12 +83,23 @@ interface Placement {
   tables: string[]
 }
 
+/** A placement's row and table (found fit, with its OID), the object, and the release token its status carries. */
+interface Placing {
+  row: Row
+  table: string
+  uid: string
+  oid: string
+  releaseToken: string | undefined
+}
+
 /** What a finalize reports. */
 interface Finalized {
   /** The tables recorded as holding the object's row were the ones the statement deleted it from; otherwise it wrote nothing. */
   expected: boolean
   /** Those tables. */
   tables: string[]
+  /** The tombstone's release token: set when the object was not being deleted. */
+  releaseToken: string | null
 }
 
 type Query = readonly [text: string, values: readonly Value[]]
@@ -145,7 +157,7 @@ export class RowStore {
    * concurrent move) the row is placed: upserted, deleted from every other table recorded as holding it, and recorded
    * where it is now, in one transaction that holds the row's advisory lock.
    */
-  async write (row: Row, table: string, previousTable: string | undefined, uid: string): Promise<WriteResult> {
+  async write ({ row, table, previousTable, uid, releaseToken }: Extract<SyncPlan, { kind: 'write' }>): Promise<WriteResult> {
     return await this.run(async (db) => {
       let changed = ''
       for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
@@ -153,7 +165,7 @@ export class RowStore {
         if (typeof fit !== 'string') return fit
         try {
           const result = (previousTable === table ? await this.inPlace(db, row, table, uid, fit) : undefined) ??
-            await this.place(db, row, table, uid, fit, expectation(previousTable).filter((other) => other !== table))
+            await this.place(db, { row, table, uid, oid: fit, releaseToken }, expectation(previousTable).filter((other) => other !== table))
           if (result !== 'stale') return result
         } catch (error) {
           if (!tableChanged(error) || (attempt === ATTEMPTS_FOR_TABLES && sqlState(error) !== '42P01')) throw error
@@ -171,21 +183,21 @@ export class RowStore {
    * Deletes the row from every table recorded as holding it for this object (none at all counts as deleted), and
    * tombstones the object's uid, in one statement after the row's advisory lock. A uid already tombstoned was finalized
    * before: its row is gone, and a row under the same id now belongs to an object created since under the same name,
-   * which a late finalize must not delete.
+   * which a late finalize must not delete. An object that is not `deleting` is released: its tombstone gets a token.
    */
-  async delete (id: string, uid: string, previousTable: string | undefined): Promise<WriteResult> {
+  async delete ({ id, uid, previousTable, deleting }: { id: string, uid: string, previousTable: string | undefined, deleting: boolean }): Promise<FinalizeResult> {
     return await this.run(async (db) => {
       const ready = await this.hookTablesReady(db)
       // Without its tables the hook never wrote a row in this schema: there is nothing to delete.
-      if (ready === 'none') return { kind: 'done' }
+      if (ready === 'none') return { kind: 'done', releaseToken: undefined }
       if (ready !== 'ready') return ready
       let expected = expectation(previousTable)
       let changed = ''
       for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
         try {
-          const [, finalize] = await this.batch(db, [lockRow(id), this.finalize(id, uid, expected)])
+          const [, finalize] = await this.batch(db, [lockRow(id), this.finalize(id, uid, deleting, expected)])
           const report = finalize?.rows[0] as Finalized
-          if (report.expected) return { kind: 'done' }
+          if (report.expected) return { kind: 'done', releaseToken: report.releaseToken ?? undefined }
           expected = report.tables.filter(isSqlIdentifier)
         } catch (error) {
           if (!tableChanged(error) || (attempt === ATTEMPTS_FOR_TABLES && sqlState(error) !== '42P01')) throw error
@@ -206,7 +218,7 @@ export class RowStore {
    * with unnamed statements, and the connection is discarded at the end of the call. Each batch of statements is a
    * transaction of its own, so a failed one leaves none open.
    */
-  private async run (work: (db: pg.PoolClient) => Promise<WriteResult>): Promise<WriteResult> {
+  private async run<Result extends WriteResult | FinalizeResult> (work: (db: pg.PoolClient) => Promise<Result | Failed>): Promise<Result | Failed> {
     try {
       return await withinDeadline(this.io, async (db) => {
         try {
@@ -340,21 +352,21 @@ export class RowStore {
     for (const statement of statements) await db.query(statement).catch(ignoreConcurrentCreate)
   }
 
-  /** Whether the uid ($5) is tombstoned; nothing is written for it. */
-  private finalized (): string {
+  /** Whether the uid ($5) is tombstoned: finalized, or released. */
+  private tombstoned (): string {
     return `EXISTS (SELECT 1 FROM ${this.tombstones} WHERE object_uid = $5)`
   }
 
   /**
    * The row where the last acknowledged sync put it: read, and updated when it differs, as long as it is recorded there
-   * as this object's and the object was not finalized (so that a late sync of a finalized object stays off the row of
-   * an object created since under the same name). An unchanged resync, the common call, is one read of one row. The
+   * as this object's and the object has no tombstone (so that a late sync of a finalized object stays off the row of
+   * an object created since under the same name; a released object's sync is placed, which lifts the tombstone). An unchanged resync, the common call, is one read of one row. The
    * table is known by the OID of the table the row comes from. Undefined when the row must be placed: it is not there,
    * not recorded as this object's, or was not updated.
    */
   private async inPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale' | undefined> {
     const values = [row.id, row.name, row.age, row.country, uid]
-    const recorded = `EXISTS (SELECT 1 FROM ${this.placements} r WHERE r.id = $1 AND r.table_name = $7 AND r.uid = $5) AND NOT ${this.finalized()}`
+    const recorded = `EXISTS (SELECT 1 FROM ${this.placements} r WHERE r.id = $1 AND r.table_name = $7 AND r.uid = $5) AND NOT ${this.tombstoned()}`
     const [found] = (await this.query<{ sameTable: boolean, matched: boolean, settled: boolean }>(db, this.text(`read ${table}`, () =>
       `SELECT o.tableoid = $6::oid AS "sameTable", (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text) AS matched, ${recorded} AS settled
        FROM ONLY ${this.table(table)} AS o WHERE o.id = $1`),
@@ -384,12 +396,12 @@ export class RowStore {
    * holding it when they are the ones it expected (`others`), and records it here, for this object. One round trip,
    * unless those tables are not the ones the status named.
    */
-  private async place (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string, others: readonly string[]): Promise<WriteResult | 'stale'> {
+  private async place (db: pg.PoolClient, placing: Placing, others: readonly string[]): Promise<WriteResult | 'stale'> {
     let expected = others
     for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
       let report: Placement
       try {
-        const [, placement] = await this.batch(db, [lockRow(row.id), this.placement(row, table, uid, oid, expected)])
+        const [, placement] = await this.batch(db, [lockRow(placing.row.id), this.placement(placing, expected)])
         report = placement?.rows[0] as Placement
       } catch (error) {
         // One of the tables it expected is gone: the next run, expecting none, learns which ones remain.
@@ -397,7 +409,7 @@ export class RowStore {
         expected = []
         continue
       }
-      if (report.expected || report.finalized || !report.sameTable) return this.placed(report, row, table, uid)
+      if (report.expected || report.finalized || !report.sameTable) return this.placed(report, placing)
       expected = report.tables.filter(isSqlIdentifier)
     }
     return this.tablesKeptChanging('')
@@ -406,11 +418,13 @@ export class RowStore {
   /**
    * The statement of a placement, after the advisory lock. $7 is the table's qualified name: the write is made only if
    * it still names the table found fit. The row is written, deleted from `others`, and recorded in `table` ($8) alone,
-   * for this object, only if `others` are the other tables recorded as holding it ($9). It reports them.
+   * for this object, only if `others` are the other tables recorded as holding it ($9). It reports them. A tombstone
+   * stops it, unless the sync carries the token ($12) that released the object: then it goes with the write.
    */
-  private placement (row: Row, table: string, uid: string, oid: string, others: readonly string[]): Query {
+  private placement ({ row, table, uid, oid, releaseToken }: Placing, others: readonly string[]): Query {
     const text = this.text(`place ${table} ${others.join(' ')}`, () =>
-      `WITH guard AS (SELECT to_regclass($7) = $6::oid AS "sameTable", ${this.finalized()} AS finalized),
+      `WITH tombstone AS (SELECT release_token, NOT coalesce(release_token = $12, false) AS finalized FROM ${this.tombstones} WHERE object_uid = $5),
+       guard AS (SELECT to_regclass($7) = $6::oid AS "sameTable", coalesce((SELECT finalized FROM tombstone), false) AS finalized),
        recorded AS (${recordedTablesQuery(this.placements, { id: '$1', schema: '$10', pattern: '$11', owner: 'r.table_name <> $8' })}),
        expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] = $9::text[] AS expected),
        go AS (SELECT 1 FROM guard, expected WHERE guard."sameTable" AND NOT guard.finalized AND expected.expected),
@@ -426,14 +440,15 @@ export class RowStore {
        recorded_here AS (
          INSERT INTO ${this.placements} AS r (id, table_name, uid) SELECT $1, $8, $5 FROM go
          ON CONFLICT (id, table_name) DO UPDATE SET uid = EXCLUDED.uid WHERE r.uid IS DISTINCT FROM EXCLUDED.uid
-       )
-       SELECT guard."sameTable", guard.finalized, expected.expected,
+       ),
+       released AS (DELETE FROM ${this.tombstones} WHERE object_uid = $5 AND EXISTS (SELECT 1 FROM go))
+       SELECT guard."sameTable", guard.finalized, (SELECT release_token FROM tombstone) AS "releaseToken", expected.expected,
          (SELECT count(*) FROM written)::int AS written,
          EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept,
          EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched,
          ARRAY(SELECT table_name FROM recorded)::text[] AS tables
        FROM guard, expected`)
-    return [text, [row.id, row.name, row.age, row.country, uid, oid, this.table(table), table, others, this.schema, TABLE_NAME_PATTERN]]
+    return [text, [row.id, row.name, row.age, row.country, uid, oid, this.table(table), table, others, this.schema, TABLE_NAME_PATTERN, releaseToken ?? null]]
   }
 
   /**
@@ -444,7 +459,7 @@ export class RowStore {
    * tombstone, and the expired ones it purges never include its own: each statement sees the table as it was before
    * it, so a purge and a refresh of the same tombstone in one statement would leave it deleted.
    */
-  private finalize (id: string, uid: string, tables: readonly string[]): Query {
+  private finalize (id: string, uid: string, deleting: boolean, tables: readonly string[]): Query {
     const owned = '(r.uid = $2 OR r.uid IS NULL)'
     const text = this.text(`finalize ${tables.join(' ')}`, () =>
       `WITH previous AS (SELECT 1 FROM ${this.tombstones} WHERE object_uid = $2),
@@ -453,17 +468,28 @@ export class RowStore {
        go AS (SELECT 1 FROM expected WHERE expected AND NOT EXISTS (SELECT 1 FROM previous)),
        expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS}) AND object_uid <> $2),
        tombstone AS (
-         INSERT INTO ${this.tombstones} (object_uid, id) SELECT $2, $1 FROM expected WHERE expected
-         ON CONFLICT (object_uid) DO UPDATE SET finalized_at = now()
+         INSERT INTO ${this.tombstones} AS t (object_uid, id, release_token) SELECT $2, $1, CASE WHEN $6::boolean THEN NULL ELSE $7::text END FROM expected WHERE expected
+         ON CONFLICT (object_uid) DO UPDATE SET finalized_at = now(), release_token = CASE WHEN $6::boolean THEN NULL ELSE t.release_token END
+         RETURNING t.release_token
        )${tables.map((table, i) => `,
        deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go))`).join('')},
        unrecorded AS (DELETE FROM ${this.placements} r WHERE r.id = $1 AND ${owned} AND EXISTS (SELECT 1 FROM go))
-       SELECT expected, ARRAY(SELECT table_name FROM recorded)::text[] AS tables FROM expected`)
-    return [text, [id, uid, this.schema, TABLE_NAME_PATTERN, tables]]
+       SELECT expected, ARRAY(SELECT table_name FROM recorded)::text[] AS tables, (SELECT release_token FROM tombstone) AS "releaseToken" FROM expected`)
+    // A released object's tombstone keeps the token its first finalize gave it: the status Metacontroller wrote holds it.
+    return [text, [id, uid, this.schema, TABLE_NAME_PATTERN, tables, String(deleting), randomUUID()]]
   }
 
   /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */
-  private placed (report: Placement, row: Row, table: string, uid: string): WriteResult | 'stale' {
+  private placed (report: Placement, { row, table, uid }: Placing): WriteResult | 'stale' {
+    if (report.finalized && report.releaseToken !== null) {
+      return {
+        kind: 'failed',
+        reason: 'RowDeleted',
+        message: `row ${JSON.stringify(row.id)} was deleted when this PostgresWriter stopped matching the selector of its DecoratorController, and this sync carries a status from before that, so it may have been sent before: it wrote nothing; the next sync carries this answer's release token, and writes the row`,
+        retryAfterSeconds: RETRY_UNAVAILABLE_SECONDS,
+        releaseToken: report.releaseToken
+      }
+    }
     if (report.finalized) {
       return refused('RowDeleted', `row ${JSON.stringify(row.id)} was deleted when this PostgresWriter (uid ${uid}) was finalized: a sync that arrives after its finalize writes nothing`)
     }

@@ -26,12 +26,23 @@ export type SyncPlan =
    * it takes. Otherwise (first write, table change, or an answer that never reached Metacontroller) the write also
    * removes the row from every other table where the hook wrote it, which it expects to be `previousTable`.
    */
-  | { kind: 'write', row: Row, table: string, previousTable: string | undefined, uid: string }
+  | { kind: 'write', row: Row, table: string, previousTable: string | undefined, uid: string, releaseToken: string | undefined }
 
-/** What the database did; a failure carries a reason a person can act on. */
-export type WriteResult =
-  | { kind: 'done' }
-  | { kind: 'failed', reason: string, message: string, retryAfterSeconds: number }
+/**
+ * A write or finalize that did not happen, with a reason a person can act on. `releaseToken`: the write was refused
+ * because the object was released (see FinalizeResult), and its answer carries the token back.
+ */
+export interface Failed { kind: 'failed', reason: string, message: string, retryAfterSeconds: number, releaseToken?: string }
+
+/** What the database did with a write. */
+export type WriteResult = { kind: 'done' } | Failed
+
+/**
+ * What the database did with a finalize. `releaseToken`: the object was not being deleted (it stopped matching the
+ * DecoratorController's selector), so its row was released; a sync whose status carries the token back was sent after
+ * the finalize, and may write again.
+ */
+export type FinalizeResult = { kind: 'done', releaseToken: string | undefined } | Failed
 
 type PostgresWriter = ParentOf<typeof postgresWriterResource>
 
@@ -90,7 +101,8 @@ export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncP
     row: { id, name: spec.name, age: spec.age, country: spec.country },
     table: spec.table,
     previousTable: parent.status.table,
-    uid
+    uid,
+    releaseToken: parent.status.releaseToken
   }
 }
 
@@ -107,27 +119,34 @@ export function syncResponse (parent: PostgresWriter, outcome: SyncOutcome, poli
   let table = parent.status.table
   let readiness: Readiness
   let resyncAfterSeconds: number | undefined
+  let releaseToken: string | undefined
   if (outcome.kind === 'refuse') {
     readiness = { ready: false, ...outcome.refusal }
   } else if (outcome.result.kind === 'failed') {
     readiness = { ready: false, reason: outcome.result.reason, message: outcome.result.message }
     resyncAfterSeconds = outcome.result.retryAfterSeconds
+    releaseToken = outcome.result.releaseToken
   } else {
     table = outcome.plan.table
     readiness = { ready: true, reason: 'RowWritten', message: `row ${JSON.stringify(outcome.plan.row.id)} in ${qualified(policy.schema, table)} matches the spec` }
   }
-  const status: PostgresWriterStatus = parentStatus(parent, now, { ...(table === undefined ? {} : { table }), id: rowId(parent) }, readiness)
+  const status: PostgresWriterStatus = parentStatus(parent, now, statusFields(table, rowId(parent), releaseToken), readiness)
   return { status, attachments: [], ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }) }
 }
 
-export function finalizeResponse (parent: PostgresWriter, result: WriteResult, policy: PostgresPolicy, now: string): DecoratorResponse {
+function statusFields (table: string | undefined, id: string, releaseToken: string | undefined): Pick<PostgresWriterStatus, 'table' | 'id' | 'releaseToken'> {
+  return { ...(table === undefined ? {} : { table }), id, ...(releaseToken === undefined ? {} : { releaseToken }) }
+}
+
+export function finalizeResponse (parent: PostgresWriter, result: FinalizeResult, policy: PostgresPolicy, now: string): DecoratorResponse {
   const id = rowId(parent)
   const { table } = parent.status
   const done = result.kind === 'done'
+  const released = parent.deleting ? '' : ': this PostgresWriter no longer matches the selector of its DecoratorController; its row is written again once it matches'
   const readiness: Readiness = done
-    ? { ready: false, reason: 'RowDeleted', message: `row ${JSON.stringify(id)} deleted from every table of schema ${policy.schema}` }
+    ? { ready: false, reason: 'RowDeleted', message: `row ${JSON.stringify(id)} deleted from every table of schema ${policy.schema}${released}` }
     : { ready: false, reason: result.reason, message: `row ${JSON.stringify(id)} not deleted yet: ${result.message}` }
-  const status: PostgresWriterStatus = parentStatus(parent, now, { ...(table === undefined ? {} : { table }), id }, readiness)
+  const status: PostgresWriterStatus = parentStatus(parent, now, statusFields(table, id, done ? result.releaseToken : undefined), readiness)
   return {
     status,
     attachments: [],

@@ -35,11 +35,15 @@ export function rowTableDdl (schema: string, table: string): string {
   return `CREATE TABLE IF NOT EXISTS ${qualified(schema, table)} (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL)`
 }
 
-/** The DDL of the hook's own tables. */
+/**
+ * The DDL of the hook's own tables. A tombstone's `release_token` is set when the object was finalized while not
+ * being deleted (it stopped matching the DecoratorController's selector): a sync that carries it back in the status
+ * was sent after that finalize, and may write again.
+ */
 export function hookTablesDdl (schema: string): string[] {
   const tombstones = qualified(schema, TOMBSTONES_TABLE)
   return [
-    `CREATE TABLE IF NOT EXISTS ${tombstones} (object_uid text PRIMARY KEY, id text NOT NULL, finalized_at timestamptz NOT NULL DEFAULT now())`,
+    `CREATE TABLE IF NOT EXISTS ${tombstones} (object_uid text PRIMARY KEY, id text NOT NULL, finalized_at timestamptz NOT NULL DEFAULT now(), release_token text)`,
     `CREATE INDEX IF NOT EXISTS ${quote(`${TOMBSTONES_TABLE}-finalized-at`)} ON ${tombstones} (finalized_at)`,
     `CREATE TABLE IF NOT EXISTS ${qualified(schema, PLACEMENTS_TABLE)} (id text NOT NULL, table_name text NOT NULL, uid text, PRIMARY KEY (id, table_name))`
   ]
@@ -66,7 +70,8 @@ export function migrationDdl (schema: string, earlierTables: readonly string[]):
     ...hookTablesDdl(schema).slice(2),
     ...earlierTables.map((table) =>
       `INSERT INTO ${placements} (id, table_name) SELECT id, '${table}' FROM ONLY ${qualified(schema, table)} WHERE id IS NOT NULL ON CONFLICT DO NOTHING`),
-    `ALTER TABLE ${tombstones} RENAME COLUMN uid TO object_uid`
+    `ALTER TABLE ${tombstones} RENAME COLUMN uid TO object_uid`,
+    `ALTER TABLE ${tombstones} ADD COLUMN IF NOT EXISTS release_token text`
   ]
 }
 

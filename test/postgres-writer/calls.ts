@@ -27,8 +27,20 @@ export function messageOf (answer: HookAnswer): string {
   return answer.json.status?.conditions?.find((c: { type: string }) => c.type === 'Ready')?.message ?? ''
 }
 
+interface RequestChanges {
+  objectName?: string
+  uid?: string
+  spec?: Record<string, unknown>
+  /** The table the status names; null: no status at all. */
+  statusTable?: string | null
+  /** The whole status, as an earlier answer left it. */
+  status?: Record<string, unknown>
+  /** A finalize of an object that is not being deleted: it stopped matching the DecoratorController's selector. */
+  notDeleting?: true
+}
+
 /** A request from the fixture `name`, for the object `objectName` (default: the fixture's) with `spec` merged in. */
-export function request (name: 'sync-create' | 'sync-resync' | 'sync-age-changed' | 'sync-table-moved' | 'finalize', changes: { objectName?: string, uid?: string, spec?: Record<string, unknown>, statusTable?: string | null } = {}): Record<string, any> {
+export function request (name: 'sync-create' | 'sync-resync' | 'sync-age-changed' | 'sync-table-moved' | 'finalize', changes: RequestChanges = {}): Record<string, any> {
   const body = fixture('postgres-writer', name)
   const { object } = body
   if (changes.objectName !== undefined) object.metadata.name = changes.objectName
@@ -36,6 +48,11 @@ export function request (name: 'sync-create' | 'sync-resync' | 'sync-age-changed
   Object.assign(object.spec, changes.spec ?? {})
   if (changes.statusTable === null) delete object.status
   else if (changes.statusTable !== undefined) object.status = { ...object.status, table: changes.statusTable }
+  if (changes.status !== undefined) object.status = changes.status
+  if (changes.notDeleting === true) {
+    delete object.metadata.deletionTimestamp
+    delete object.metadata.deletionGracePeriodSeconds
+  }
   return body
 }
 
