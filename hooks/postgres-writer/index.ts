@@ -2,7 +2,7 @@ import type { DecoratorController } from '../controller.js'
 import type { PostgresIo } from '../database/pool.js'
 import { postgresWriterResource } from './resource.js'
 import { RowStore } from './rows.js'
-import { finalizeResponse, planSync, rowOwner, syncResponse } from './sync.js'
+import { finalizeResponse, planFinalize, planSync, syncResponse } from './sync.js'
 
 /** One store per pool, so that what it learnt of the tables lasts across calls. */
 const stores = new WeakMap<PostgresIo, RowStore>()
@@ -26,8 +26,8 @@ export const postgresWriter: DecoratorController<typeof postgresWriterResource, 
       return syncResponse(parent, outcome, postgres.policy, now)
     },
     finalize: async (_request, { parent, now, io: { postgres } }) => {
-      const { id, uid } = rowOwner(parent)
-      return finalizeResponse(parent, await storeFor(postgres).delete({ id, uid, previousTable: parent.status.table, deleting: parent.deleting }), postgres.policy, now)
+      const plan = planFinalize(parent)
+      return finalizeResponse(parent, plan, await storeFor(postgres).delete(plan), postgres.policy, now)
     }
   }
 }

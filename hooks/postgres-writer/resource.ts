@@ -11,7 +11,11 @@ export const PostgresWriterSpecSchema = Type.Object({
   table: Type.String({ pattern: TABLE_NAME_PATTERN, description: 'Table the row is written to: a lowercase SQL identifier, created if missing.' }),
   name: Type.String({ ...TEXT_COLUMN, description: 'Value of the row\'s name column.' }),
   age: Type.Integer({ minimum: 0, maximum: 2147483647, description: 'Value of the row\'s age column (a PostgreSQL integer).' }),
-  country: Type.String({ ...TEXT_COLUMN, description: 'Value of the row\'s country column.' })
+  country: Type.String({ ...TEXT_COLUMN, description: 'Value of the row\'s country column.' }),
+  deletionPolicy: Type.Union([Type.Literal('Delete'), Type.Literal('Orphan')], {
+    default: 'Delete',
+    description: 'What happens to the row when this object goes: Delete (the default) deletes it; Orphan keeps it, and a new PostgresWriter of the same name and namespace takes it over.'
+  })
 })
 export type PostgresWriterSpec = Static<typeof PostgresWriterSpecSchema>
 

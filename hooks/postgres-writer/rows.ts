@@ -6,7 +6,7 @@ import type { PostgresIo } from '../database/pool.js'
 import { markBroken, mustDiscard, preparedStatementFailed, remembered, statement } from '../database/statements.js'
 import { isSqlIdentifier } from '../database/sql-identifier.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
-import type { Failed, FinalizeResult, Row, SyncPlan, WriteResult } from './sync.js'
+import { RETRY_REFUSED_SECONDS, RETRY_UNAVAILABLE_SECONDS, type Failed, type FinalizePlan, type FinalizeResult, type Row, type SyncPlan, type WriteResult } from './sync.js'
 import {
   earlierRowTablesQuery, hookTablesDdl, inspectStatement, migrationDdl, PLACEMENTS_TABLE, qualified, quote, recordedTablesQuery,
   ROW_SHAPE, rowTableDdl, tableVerdict, TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE, type HookTables, type Relation
@@ -17,9 +17,6 @@ import {
  * only after sync.ts validated them as identifiers, and are quoted here. Each hook call runs on one connection,
  * within PG_HOOK_DEADLINE (database/deadline.ts).
  */
-
-const RETRY_UNAVAILABLE_SECONDS = 10
-const RETRY_REFUSED_SECONDS = 60
 
 /**
  * The SQLSTATE of an error PostgreSQL reported; undefined for a network or driver error, whose `code` (if any) is
@@ -184,20 +181,22 @@ export class RowStore {
    * tombstones the object's uid, in one statement after the row's advisory lock. A uid already tombstoned was finalized
    * before: its row is gone, and a row under the same id now belongs to an object created since under the same name,
    * which a late finalize must not delete. An object that is not `deleting` is released: its tombstone gets a token.
+   * With deletionPolicy Orphan, the row and its record stay, the object's still: a new object of that id takes it over.
    */
-  async delete ({ id, uid, previousTable, deleting }: { id: string, uid: string, previousTable: string | undefined, deleting: boolean }): Promise<FinalizeResult> {
+  async delete (plan: FinalizePlan): Promise<FinalizeResult> {
+    const { id, previousTable, policy } = plan
     return await this.run(async (db) => {
       const ready = await this.hookTablesReady(db)
       // Without its tables the hook never wrote a row in this schema: there is nothing to delete.
-      if (ready === 'none') return { kind: 'done', releaseToken: undefined }
+      if (ready === 'none') return { kind: 'done', releaseToken: undefined, tables: [] }
       if (ready !== 'ready') return ready
-      let expected = expectation(previousTable)
+      let expected = policy === 'Delete' ? expectation(previousTable) : []
       let changed = ''
       for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
         try {
-          const [, finalize] = await this.batch(db, [lockRow(id), this.finalize(id, uid, deleting, expected)])
+          const [, finalize] = await this.batch(db, [lockRow(id), this.finalize(plan, expected)])
           const report = finalize?.rows[0] as Finalized
-          if (report.expected) return { kind: 'done', releaseToken: report.releaseToken ?? undefined }
+          if (report.expected) return { kind: 'done', releaseToken: report.releaseToken ?? undefined, tables: report.tables }
           expected = report.tables.filter(isSqlIdentifier)
         } catch (error) {
           if (!tableChanged(error) || (attempt === ATTEMPTS_FOR_TABLES && sqlState(error) !== '42P01')) throw error
@@ -454,29 +453,36 @@ export class RowStore {
   /**
    * The statement of a finalize, after the advisory lock: when the tables recorded as holding the row for this object
    * (or for no object in particular: a row adopted from an earlier version) are `tables`, it tombstones the uid and, if
-   * the uid was not tombstoned before, deletes the row from each of them, and their records. It reports them.
+   * the uid was not tombstoned before, deletes the row from each of them, and their records. It reports them. With
+   * deletionPolicy Orphan it only tombstones the uid, and reports where the row stays.
    * A repeated finalize (Metacontroller calls finalize again while another finalizer holds the object) refreshes its
    * tombstone, and the expired ones it purges never include its own: each statement sees the table as it was before
    * it, so a purge and a refresh of the same tombstone in one statement would leave it deleted.
    */
-  private finalize (id: string, uid: string, deleting: boolean, tables: readonly string[]): Query {
+  private finalize ({ id, uid, deleting, policy }: FinalizePlan, tables: readonly string[]): Query {
     const owned = '(r.uid = $2 OR r.uid IS NULL)'
-    const text = this.text(`finalize ${tables.join(' ')}`, () =>
-      `WITH previous AS (SELECT 1 FROM ${this.tombstones} WHERE object_uid = $2),
-       recorded AS (${recordedTablesQuery(this.placements, { id: '$1', schema: '$3', pattern: '$4', owner: owned })}),
-       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] = $5::text[] AS expected),
-       go AS (SELECT 1 FROM expected WHERE expected AND NOT EXISTS (SELECT 1 FROM previous)),
+    const deletes = policy === 'Delete'
+    const text = this.text(`finalize ${policy} ${tables.join(' ')}`, () =>
+      `WITH recorded AS (${recordedTablesQuery(this.placements, { id: '$1', schema: '$3', pattern: '$4', owner: owned })}),
+       ${deletes
+        ? `previous AS (SELECT 1 FROM ${this.tombstones} WHERE object_uid = $2),
+       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] = $7::text[] AS expected),
+       go AS (SELECT 1 FROM expected WHERE expected AND NOT EXISTS (SELECT 1 FROM previous)),`
+        : 'expected AS (SELECT true AS expected),'}
        expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS}) AND object_uid <> $2),
        tombstone AS (
-         INSERT INTO ${this.tombstones} AS t (object_uid, id, release_token) SELECT $2, $1, CASE WHEN $6::boolean THEN NULL ELSE $7::text END FROM expected WHERE expected
-         ON CONFLICT (object_uid) DO UPDATE SET finalized_at = now(), release_token = CASE WHEN $6::boolean THEN NULL ELSE t.release_token END
+         INSERT INTO ${this.tombstones} AS t (object_uid, id, release_token) SELECT $2, $1, CASE WHEN $5::boolean THEN NULL ELSE $6::text END FROM expected WHERE expected
+         ON CONFLICT (object_uid) DO UPDATE SET finalized_at = now(), release_token = CASE WHEN $5::boolean THEN NULL ELSE t.release_token END
          RETURNING t.release_token
        )${tables.map((table, i) => `,
-       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go))`).join('')},
-       unrecorded AS (DELETE FROM ${this.placements} r WHERE r.id = $1 AND ${owned} AND EXISTS (SELECT 1 FROM go))
+       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go))`).join('')}${deletes
+        ? `,
+       unrecorded AS (DELETE FROM ${this.placements} r WHERE r.id = $1 AND ${owned} AND EXISTS (SELECT 1 FROM go))`
+        : ''}
        SELECT expected, ARRAY(SELECT table_name FROM recorded)::text[] AS tables, (SELECT release_token FROM tombstone) AS "releaseToken" FROM expected`)
     // A released object's tombstone keeps the token its first finalize gave it: the status Metacontroller wrote holds it.
-    return [text, [id, uid, this.schema, TABLE_NAME_PATTERN, tables, String(deleting), randomUUID()]]
+    const values = [id, uid, this.schema, TABLE_NAME_PATTERN, String(deleting), randomUUID()]
+    return [text, deletes ? [...values, tables] : values]
   }
 
   /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */

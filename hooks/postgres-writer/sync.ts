@@ -19,6 +19,12 @@ export interface Row {
 
 export type Refusal = { reason: 'InvalidTableName' | 'TableNotAllowed', message: string }
 
+/** When to call again after PostgreSQL was unavailable or too slow. */
+export const RETRY_UNAVAILABLE_SECONDS = 10
+
+/** When to call again after the hook refused the spec or the table: someone has to change something first. */
+export const RETRY_REFUSED_SECONDS = 60
+
 export type SyncPlan =
   | { kind: 'refuse', refusal: Refusal }
   /**
@@ -42,7 +48,15 @@ export type WriteResult = { kind: 'done' } | Failed
  * DecoratorController's selector), so its row was released; a sync whose status carries the token back was sent after
  * the finalize, and may write again.
  */
-export type FinalizeResult = { kind: 'done', releaseToken: string | undefined } | Failed
+export type FinalizeResult = { kind: 'done', releaseToken: string | undefined, tables: string[] } | Failed
+
+export type DeletionPolicy = 'Delete' | 'Orphan'
+
+/**
+ * What a finalize does: delete the object's row from every table where the hook wrote it, or keep it (Orphan).
+ * `deleting`: the object is being deleted; otherwise it stopped matching the DecoratorController's selector.
+ */
+export interface FinalizePlan { kind: 'finalize', id: string, uid: string, previousTable: string | undefined, deleting: boolean, policy: DeletionPolicy }
 
 type PostgresWriter = ParentOf<typeof postgresWriterResource>
 
@@ -106,6 +120,21 @@ export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncP
   }
 }
 
+/**
+ * The finalize of `parent`. It reads spec.deletionPolicy alone, as stored: the rest of the spec does not matter to a
+ * finalize, and a spec the hook cannot interpret otherwise must not keep the object from going. A policy it cannot
+ * read keeps the object, and its row, until someone sets one (InvalidSpec).
+ */
+export function planFinalize (parent: PostgresWriter): FinalizePlan {
+  const { id, uid } = rowOwner(parent)
+  const raw = parent.object.spec
+  const policy = typeof raw === 'object' && raw !== null && 'deletionPolicy' in raw ? raw.deletionPolicy : undefined
+  if (policy !== undefined && policy !== 'Delete' && policy !== 'Orphan') {
+    throw unprocessableSpec(postgresWriterResource.kind, [`spec.deletionPolicy: ${JSON.stringify(policy)} is neither Delete nor Orphan, so the row is left as it is`])
+  }
+  return { kind: 'finalize', id, uid, previousTable: parent.status.table, deleting: parent.deleting, policy: policy ?? 'Delete' }
+}
+
 function qualified (schema: string, table: string): string {
   return `${schema}.${table}`
 }
@@ -138,19 +167,39 @@ function statusFields (table: string | undefined, id: string, releaseToken: stri
   return { ...(table === undefined ? {} : { table }), id, ...(releaseToken === undefined ? {} : { releaseToken }) }
 }
 
-export function finalizeResponse (parent: PostgresWriter, result: FinalizeResult, policy: PostgresPolicy, now: string): DecoratorResponse {
+/** The answer of a finalize: what the database did with the planned finalize. */
+export function finalizeResponse (parent: PostgresWriter, plan: FinalizePlan, result: FinalizeResult, policy: PostgresPolicy, now: string): DecoratorResponse {
   const id = rowId(parent)
   const { table } = parent.status
-  const done = result.kind === 'done'
-  const released = parent.deleting ? '' : ': this PostgresWriter no longer matches the selector of its DecoratorController; its row is written again once it matches'
-  const readiness: Readiness = done
-    ? { ready: false, reason: 'RowDeleted', message: `row ${JSON.stringify(id)} deleted from every table of schema ${policy.schema}${released}` }
-    : { ready: false, reason: result.reason, message: `row ${JSON.stringify(id)} not deleted yet: ${result.message}` }
-  const status: PostgresWriterStatus = parentStatus(parent, now, statusFields(table, id, done ? result.releaseToken : undefined), readiness)
+  let readiness: Readiness
+  let releaseToken: string | undefined
+  let retryAfterSeconds: number | undefined
+  if (result.kind === 'failed') {
+    const pending = plan.policy === 'Delete' ? `row ${JSON.stringify(id)} not deleted yet` : 'not finalized yet'
+    readiness = { ready: false, reason: result.reason, message: `${pending}: ${result.message}` }
+    retryAfterSeconds = result.retryAfterSeconds
+  } else {
+    releaseToken = result.releaseToken
+    readiness = finalized(id, plan, result.tables, policy)
+  }
+  const status: PostgresWriterStatus = parentStatus(parent, now, statusFields(table, id, releaseToken), readiness)
   return {
     status,
     attachments: [],
-    finalized: done,
-    ...(done ? {} : { resyncAfterSeconds: result.retryAfterSeconds })
+    finalized: retryAfterSeconds === undefined,
+    ...(retryAfterSeconds === undefined ? {} : { resyncAfterSeconds: retryAfterSeconds })
   }
+}
+
+/** What became of the row, for the Ready condition of a finalize that committed. */
+function finalized (id: string, plan: FinalizePlan, tables: readonly string[], policy: PostgresPolicy): Readiness {
+  if (plan.policy === 'Delete') {
+    const released = plan.deleting ? '' : ': this PostgresWriter no longer matches the selector of its DecoratorController; its row is written again once it matches'
+    return { ready: false, reason: 'RowDeleted', message: `row ${JSON.stringify(id)} deleted from every table of schema ${policy.schema}${released}` }
+  }
+  const where = tables.length === 0 ? 'no table: the hook never wrote it' : tables.map((table) => qualified(policy.schema, table)).join(' and ')
+  const manager = plan.deleting
+    ? 'no object manages it now, and a new PostgresWriter of the same name takes it over'
+    : 'this PostgresWriter no longer matches the selector of its DecoratorController, and manages its row again once it matches'
+  return { ready: false, reason: 'RowOrphaned', message: `row ${JSON.stringify(id)} kept in ${where} (spec.deletionPolicy: Orphan): ${manager}` }
 }

@@ -175,6 +175,94 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
     })
   })
 
+  it('PostgresWriter: deletionPolicy Orphan keeps the row for the next object of the name; an object that leaves the selector gives its row up until it matches again', { timeout: 600_000 }, async () => {
+    await scenario('PostgresWriter policies', 'e2e-postgres-writer-policies', async (s) => {
+      const { postgres } = s.env
+      const sample = s.sample('postgres-writer.yaml')
+      const apply = async (name: string, spec: Record<string, unknown>): Promise<void> => {
+        await s.kubectl(['apply', '-n', s.namespace, '-f', '-'], JSON.stringify({ ...sample, metadata: { name }, spec: { ...sample.spec, ...spec } }))
+      }
+      /** The object's rows, as `<table>: <age>`, in every table of the schema that has an `age` column. */
+      const rows = async (name: string): Promise<string[]> => {
+        const tables = await postgres.query<{ table_name: string }>(
+          "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'age' ORDER BY table_name")
+        const found: string[] = []
+        for (const { table_name: table } of tables) {
+          for (const row of await postgres.query<{ age: number }>(`SELECT age FROM public."${table}" WHERE id = $1`, [`${s.namespace}/${name}`])) {
+            found.push(`${table}: ${row.age}`)
+          }
+        }
+        return found
+      }
+      const writer = async (name: string): Promise<KubeObject> => await s.get('postgreswriters', name)
+      const table = sample.spec.table as string
+      const age = sample.spec.age as number
+
+      await s.step('apply one object with deletionPolicy Orphan, one without: both rows written; the API server defaults the policy to Delete', async () => {
+        await apply('orphan', { deletionPolicy: 'Orphan' })
+        await apply('default', {})
+        await s.eventually('both rows and Ready=True', async () => {
+          assert.deepEqual([await rows('orphan'), await rows('default')], [[`${table}: ${age}`], [`${table}: ${age}`]])
+          assertReady(await writer('orphan'), 'True', 'RowWritten')
+          assertReady(await writer('default'), 'True', 'RowWritten')
+        })
+        assert.equal((await writer('default')).spec.deletionPolicy, 'Delete')
+      })
+
+      const DETACHED = 'e2e.example.com/detached'
+      await s.step('the DecoratorController selects only objects without a label; both objects get it: Delete gives its row up, Orphan keeps it', async () => {
+        await s.kubectl(['patch', 'decoratorcontroller', 'postgres-writer', '--type', 'merge', '-p',
+          JSON.stringify({ spec: { resources: [{ apiVersion: sample.apiVersion, resource: 'postgreswriters', labelSelector: { matchExpressions: [{ key: DETACHED, operator: 'DoesNotExist' }] } }] } })])
+        for (const name of ['orphan', 'default']) await s.kubectl(['label', 'postgreswriters', name, '-n', s.namespace, `${DETACHED}=true`])
+        await s.eventually('the finalize of both, not deleting them', async () => {
+          const [orphan, deleted] = [await writer('orphan'), await writer('default')]
+          assertReady(orphan, 'False', 'RowOrphaned')
+          assertReady(deleted, 'False', 'RowDeleted')
+          for (const object of [orphan, deleted]) {
+            assert.equal(object.metadata.deletionTimestamp, undefined)
+            assert.deepEqual(object.metadata.finalizers ?? [], [], 'Metacontroller took its finalizer away')
+            assert.equal(typeof object.status.releaseToken, 'string')
+          }
+          assert.deepEqual([await rows('orphan'), await rows('default')], [[`${table}: ${age}`], []])
+        })
+      })
+
+      await s.step('the label goes: both objects match again, and each writes its row', async () => {
+        for (const name of ['orphan', 'default']) await s.patch('postgreswriters', name, { metadata: { labels: { [DETACHED]: null } }, spec: { age: age + 1 } })
+        await s.eventually('both rows at the new age, Ready=True', async () => {
+          assert.deepEqual([await rows('orphan'), await rows('default')], [[`${table}: ${age + 1}`], [`${table}: ${age + 1}`]])
+          for (const name of ['orphan', 'default']) {
+            const object = await writer(name)
+            assertReady(object, 'True', 'RowWritten')
+            assert.equal(object.status.releaseToken, undefined)
+          }
+        })
+        await s.kubectl(['patch', 'decoratorcontroller', 'postgres-writer', '--type', 'merge', '-p',
+          JSON.stringify({ spec: { resources: [{ apiVersion: sample.apiVersion, resource: 'postgreswriters' }] } })])
+      })
+
+      await s.step('delete both: the Orphan object\'s row stays, the other\'s goes', async () => {
+        for (const name of ['orphan', 'default']) await s.delete('postgreswriters', name)
+        await s.eventually('both objects gone', async () => {
+          assert.equal(await s.find('postgreswriters', 'orphan'), undefined)
+          assert.equal(await s.find('postgreswriters', 'default'), undefined)
+        })
+        assert.deepEqual([await rows('orphan'), await rows('default')], [[`${table}: ${age + 1}`], []])
+      })
+
+      await s.step('a new object of the Orphan one\'s name takes the row over, and deletes it when it goes', async () => {
+        await apply('orphan', { age: age + 2, table: 'graduates' })
+        await s.eventually('the row moved into graduates, at the new age', async () => {
+          assert.deepEqual(await rows('orphan'), [`graduates: ${age + 2}`])
+          assertReady(await writer('orphan'), 'True', 'RowWritten')
+        })
+        await s.delete('postgreswriters', 'orphan')
+        await s.eventually('the object gone', async () => { assert.equal(await s.find('postgreswriters', 'orphan'), undefined) })
+        assert.deepEqual(await rows('orphan'), [])
+      })
+    })
+  })
+
   it('BookStore: five kinds of children, claims resized in place, Ready from the children, garbage-collected', { timeout: 600_000 }, async () => {
     await scenario('BookStore', 'e2e-bookstore', async (s) => {
       const STORAGE_CLASS = 'e2e-expandable'
