@@ -2,6 +2,7 @@ import type { CustomResource } from './custom-resource.js'
 import type { PostgresIo } from './database/pool.js'
 import { InvalidSpecError } from './errors.js'
 import { compositeInvalidSpecAnswer, decoratorInvalidSpecAnswer } from './invalid-spec.js'
+import type { Drift } from './metrics.js'
 import { readParent, type ParentOf } from './parent.js'
 import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse, KubernetesObject } from './wire/schemas.js'
 
@@ -23,6 +24,8 @@ export interface HookContext<R extends CustomResource, N extends Need = never> {
   /** The parent, already checked to be of the controller's kind and to have a usable name. */
   parent: ParentOf<R>
   io: Pick<Io, N>
+  /** Counts a repair of what the controller keeps outside Kubernetes, found changed or missing (a metric). */
+  driftRepaired: (drift: Drift) => void
 }
 
 export type HookName = 'sync' | 'finalize'
@@ -116,7 +119,10 @@ export function ioFor (controller: Controller, available: Partial<Io>): Partial<
   return io
 }
 
-/** The context of one hook call: the parent (`parent`, or a decorator's `object`) read for the controller's resource. */
-export function hookContext (controller: Controller, object: KubernetesObject, now: string, io: Partial<Io>): HookContext<any, any> {
-  return { now, parent: readParent(controller.resource, object, controller.type === 'composite' ? 'parent' : 'object'), io }
+/**
+ * The context of one hook call: the parent (`parent`, or a decorator's `object`) read for the controller's resource.
+ * Outside the server (the render tool), repairs are counted nowhere.
+ */
+export function hookContext (controller: Controller, object: KubernetesObject, now: string, io: Partial<Io>, driftRepaired: (drift: Drift) => void = () => {}): HookContext<any, any> {
+  return { now, parent: readParent(controller.resource, object, controller.type === 'composite' ? 'parent' : 'object'), io, driftRepaired }
 }

@@ -1,4 +1,4 @@
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
 /**
  * What a hook call came to, as a low-cardinality label. A sync is `ok` or `not_ready` (answered with Ready=False); a
@@ -9,9 +9,16 @@ import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
  */
 export type Outcome = 'ok' | 'not_ready' | 'finalized' | 'pending' | 'not_modified' | 'rejected' | 'overloaded' | 'aborted' | 'error'
 
+/**
+ * What a sync found when it repaired what its controller keeps outside Kubernetes (PostgresWriter's row): `changed`
+ * or `missing` since the controller last wrote it.
+ */
+export type Drift = 'changed' | 'missing'
+
 export interface Metrics {
   registry: Registry
   hookDuration: Histogram<'controller' | 'hook' | 'outcome'>
+  driftRepairs: Counter<'controller' | 'drift'>
   /** Present when a controller needs PostgreSQL; set from a database check at each scrape. */
   databaseUp: Gauge | undefined
 }
@@ -27,6 +34,12 @@ export function createMetrics (database?: { state: () => Promise<{ status: strin
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry]
   })
+  const driftRepairs = new Counter({
+    name: 'metacontroller_hooks_drift_repairs_total',
+    help: 'Syncs that repaired what a controller keeps outside Kubernetes (PostgresWriter: the row), found changed or missing since the controller last wrote it, by controller and drift (changed, missing)',
+    labelNames: ['controller', 'drift'] as const,
+    registers: [registry]
+  })
   const databaseUp = database === undefined
     ? undefined
     : new Gauge({
@@ -35,5 +48,5 @@ export function createMetrics (database?: { state: () => Promise<{ status: strin
       registers: [registry],
       async collect () { this.set((await database.state()).status === 'up' ? 1 : 0) }
     })
-  return { registry, hookDuration, databaseUp }
+  return { registry, hookDuration, driftRepairs, databaseUp }
 }

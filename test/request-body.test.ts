@@ -109,14 +109,19 @@ test('a __proto__ key, or a constructor key holding a prototype, anywhere in a r
             const url = `/${controller.name}/${hook}`
             const post = async (payload: string): Promise<{ statusCode: number, body: string }> =>
               await postText(app, url, payload)
-            const answer = await post(hostile)
             const where = `${url} ${name}, ${key} at place ${place}`
             if (refuse) {
+              const answer = await post(hostile)
               assert.equal(answer.statusCode, 400, `${where}: ${answer.body.slice(0, 300)}`)
               assert.match(JSON.parse(answer.body).message, /^request body has a "(__proto__|constructor)" key.* are refused; remove it$/, where)
               refused++
               continue
             }
+            // A PostgresWriter answer depends on what the calls before it left in the database (a sync that repairs a
+            // missing row says so; the same sync after it does not): the stand-in goes once first, so that the two
+            // answers compared meet the same database.
+            await post(standIn)
+            const answer = await post(hostile)
             const expected = await post(standIn)
             assert.equal(answer.statusCode, expected.statusCode, `${where}: ${answer.body.slice(0, 300)}`)
             assert.equal(answer.body, expected.body.replaceAll(stand, key), where)

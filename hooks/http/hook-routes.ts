@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { BearerTokenSource } from '../bearer-token.js'
 import { definedHooks, hookContext, ioFor, servedHooks, type Controller, type HookContext, type HookName, type Io } from '../controller.js'
 import { answersFromRequestAlone, requestDigest } from '../etag.js'
-import type { Metrics } from '../metrics.js'
+import type { Drift, Metrics } from '../metrics.js'
 import { bodyLimits } from '../request-body.js'
 import { kubernetesTime } from '../wire/conditions.js'
 import { CompositeRequestSchemas, DecoratorRequestSchemas, type KubernetesObject } from '../wire/schemas.js'
@@ -53,7 +53,8 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
   ): Promise<Response> => {
     const summary: CallSummary = { parent }
     request.hookCall = summary
-    const response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io))
+    const driftRepaired = (drift: Drift): void => { options.metrics.driftRepairs.inc({ controller: controller.name, drift }) }
+    const response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired))
     summary.response = response
     if (request.etag !== null) reply.header('etag', request.etag)
     return response

@@ -2,7 +2,7 @@ import type { DecoratorController } from '../controller.js'
 import type { PostgresIo } from '../database/pool.js'
 import { postgresWriterResource } from './resource.js'
 import { RowStore } from './rows.js'
-import { finalizeResponse, planFinalize, planSync, syncResponse } from './sync.js'
+import { driftOf, finalizeResponse, planFinalize, planSync, syncResponse } from './sync.js'
 
 /** One store per pool, so that what it learnt of the tables lasts across calls. */
 const stores = new WeakMap<PostgresIo, RowStore>()
@@ -20,9 +20,11 @@ export const postgresWriter: DecoratorController<typeof postgresWriterResource, 
   needs: ['postgres'],
   resyncPeriodSeconds: 300,
   hooks: {
-    sync: async (_request, { parent, now, io: { postgres } }) => {
+    sync: async (_request, { parent, now, io: { postgres }, driftRepaired }) => {
       const plan = planSync(parent, postgres.policy)
       const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await storeFor(postgres).write(plan) }
+      const drift = driftOf(outcome)
+      if (drift !== undefined) driftRepaired(drift)
       return syncResponse(parent, outcome, postgres.policy, now)
     },
     finalize: async (_request, { parent, now, io: { postgres } }) => {

@@ -28,6 +28,11 @@ export const postgresWriterResource = customResource({
   status: {
     table: Type.Optional(Type.String({ description: 'Table that holds the row since the last successful sync.' })),
     id: Type.Optional(Type.String({ description: 'Primary key of the row: <namespace>/<name>.' })),
+    lastDriftRepair: Type.Optional(Type.Object({
+      time: Type.String({ description: 'When a sync repaired the row.' }),
+      reason: Type.Union([Type.Literal('RowChanged'), Type.Literal('RowMissing')], { description: 'What the sync found: the row changed, or missing, since the hook wrote it.' }),
+      message: Type.String({ description: 'The row, its table, and what the sync did.' })
+    }, { description: 'The last time a sync found the row changed or deleted behind the hook\'s back since it wrote it, and wrote it again.' })),
     releaseToken: Type.Optional(Type.String({ description: 'Set when the row was deleted because this object stopped matching the selector of its DecoratorController: the first sync once it matches again carries it back, which tells it from a sync sent before, and writes the row again.' }))
   },
   printerColumns: [

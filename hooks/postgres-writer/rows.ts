@@ -74,7 +74,8 @@ interface Placement {
   /** Rows the statement wrote, and whether the row written reads back as sent. */
   written: number
   kept: boolean
-  /** Before the statement, the table held the row as the spec says. */
+  /** Before the statement, the table held the row (`existed`), as the spec says (`matched`). */
+  existed: boolean
   matched: boolean
   /** The other tables recorded as holding the row. */
   tables: string[]
@@ -373,7 +374,7 @@ export class RowStore {
     )).rows
     if (found === undefined || !found.settled) return undefined
     if (!found.sameTable) return 'stale'
-    if (found.matched) return { kind: 'done' }
+    if (found.matched) return { kind: 'done', wrote: 'nothing' }
     // An update never brings back a row that a finalize deleted: what it does not write is placed, under the row's lock.
     const [updated] = (await this.query<{ written: number, kept: boolean }>(db, this.text(`update ${table}`, () =>
       `WITH written AS (
@@ -386,7 +387,7 @@ export class RowStore {
     [...values, oid, table]
     )).rows
     if (updated === undefined || updated.written === 0) return undefined
-    return updated.kept ? { kind: 'done' } : this.notKept(table)
+    return updated.kept ? { kind: 'done', wrote: 'updated' } : this.notKept(table)
   }
 
   /**
@@ -444,6 +445,7 @@ export class RowStore {
        SELECT guard."sameTable", guard.finalized, (SELECT release_token FROM tombstone) AS "releaseToken", expected.expected,
          (SELECT count(*) FROM written)::int AS written,
          EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept,
+         EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1) AS existed,
          EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched,
          ARRAY(SELECT table_name FROM recorded)::text[] AS tables
        FROM guard, expected`)
@@ -500,7 +502,7 @@ export class RowStore {
       return refused('RowDeleted', `row ${JSON.stringify(row.id)} was deleted when this PostgresWriter (uid ${uid}) was finalized: a sync that arrives after its finalize writes nothing`)
     }
     if (!report.sameTable) return 'stale'
-    if (report.written > 0 ? report.kept : report.matched) return { kind: 'done' }
+    if (report.written > 0 ? report.kept : report.matched) return { kind: 'done', wrote: report.written === 0 ? 'nothing' : report.existed ? 'updated' : 'inserted' }
     return this.notKept(table)
   }
 

@@ -3,6 +3,7 @@ import { isSqlIdentifier } from '../database/sql-identifier.js'
 import { HookError, unprocessableSpec } from '../errors.js'
 import { parentStatus, type ParentMetadata, type ParentOf, type Readiness } from '../parent.js'
 import type { DecoratorResponse } from '../wire/schemas.js'
+import type { Drift } from '../metrics.js'
 import { postgresWriterResource, type PostgresWriterStatus } from './resource.js'
 
 /**
@@ -31,8 +32,9 @@ export type SyncPlan =
    * `previousTable`: where the last acknowledged sync put the row. When it is this very table, an update there is all
    * it takes. Otherwise (first write, table change, or an answer that never reached Metacontroller) the write also
    * removes the row from every other table where the hook wrote it, which it expects to be `previousTable`.
+   * `written`: the last acknowledged sync wrote this very spec into this table, so any write now repairs drift.
    */
-  | { kind: 'write', row: Row, table: string, previousTable: string | undefined, uid: string, releaseToken: string | undefined }
+  | { kind: 'write', row: Row, table: string, previousTable: string | undefined, uid: string, releaseToken: string | undefined, written: boolean }
 
 /**
  * A write or finalize that did not happen, with a reason a person can act on. `releaseToken`: the write was refused
@@ -40,8 +42,8 @@ export type SyncPlan =
  */
 export interface Failed { kind: 'failed', reason: string, message: string, retryAfterSeconds: number, releaseToken?: string }
 
-/** What the database did with a write. */
-export type WriteResult = { kind: 'done' } | Failed
+/** What the database did with a write: the row was already so, or it was updated, or inserted. */
+export type WriteResult = { kind: 'done', wrote: 'nothing' | 'updated' | 'inserted' } | Failed
 
 /**
  * What the database did with a finalize. `releaseToken`: the object was not being deleted (it stopped matching the
@@ -59,6 +61,7 @@ export type DeletionPolicy = 'Delete' | 'Orphan'
 export interface FinalizePlan { kind: 'finalize', id: string, uid: string, previousTable: string | undefined, deleting: boolean, policy: DeletionPolicy }
 
 type PostgresWriter = ParentOf<typeof postgresWriterResource>
+type DriftRepair = NonNullable<PostgresWriterStatus['lastDriftRepair']>
 
 /**
  * The row's id, `<namespace>/<name>`, and the object's uid. The parent reader let through only a DNS-subdomain name
@@ -116,7 +119,9 @@ export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncP
     table: spec.table,
     previousTable: parent.status.table,
     uid,
-    releaseToken: parent.status.releaseToken
+    releaseToken: parent.status.releaseToken,
+    written: parent.status.table === spec.table && parent.generation !== undefined &&
+      parent.conditions.some((c) => c.type === 'Ready' && c.status === 'True' && c.reason === 'RowWritten' && c.observedGeneration === parent.generation)
   }
 }
 
@@ -144,11 +149,30 @@ export type SyncOutcome =
   | Extract<SyncPlan, { kind: 'refuse' }>
   | { kind: 'write', plan: Extract<SyncPlan, { kind: 'write' }>, result: WriteResult }
 
+/**
+ * What a sync repaired: the row the last acknowledged sync wrote for this very spec had changed, or was missing, so
+ * someone changed or deleted it behind the hook's back (or a call of an older generation, sent before and arriving
+ * late, wrote over it).
+ */
+export function driftOf (outcome: SyncOutcome): Drift | undefined {
+  if (outcome.kind !== 'write' || outcome.result.kind !== 'done' || !outcome.plan.written) return undefined
+  return { nothing: undefined, updated: 'changed' as const, inserted: 'missing' as const }[outcome.result.wrote]
+}
+
+function driftRepair (drift: Drift, plan: Extract<SyncPlan, { kind: 'write' }>, policy: PostgresPolicy, now: string): DriftRepair {
+  const row = `row ${JSON.stringify(plan.row.id)}`
+  const table = qualified(policy.schema, plan.table)
+  return drift === 'changed'
+    ? { time: now, reason: 'RowChanged', message: `${row} in ${table} no longer held what the hook wrote for this generation; written again as the spec says` }
+    : { time: now, reason: 'RowMissing', message: `${row} was missing from ${table}, where the hook wrote it for this generation; written again` }
+}
+
 export function syncResponse (parent: PostgresWriter, outcome: SyncOutcome, policy: PostgresPolicy, now: string): DecoratorResponse {
   let table = parent.status.table
   let readiness: Readiness
   let resyncAfterSeconds: number | undefined
   let releaseToken: string | undefined
+  let lastDriftRepair = parent.status.lastDriftRepair
   if (outcome.kind === 'refuse') {
     readiness = { ready: false, ...outcome.refusal }
   } else if (outcome.result.kind === 'failed') {
@@ -158,8 +182,11 @@ export function syncResponse (parent: PostgresWriter, outcome: SyncOutcome, poli
   } else {
     table = outcome.plan.table
     readiness = { ready: true, reason: 'RowWritten', message: `row ${JSON.stringify(outcome.plan.row.id)} in ${qualified(policy.schema, table)} matches the spec` }
+    const drift = driftOf(outcome)
+    if (drift !== undefined) lastDriftRepair = driftRepair(drift, outcome.plan, policy, now)
   }
-  const status: PostgresWriterStatus = parentStatus(parent, now, statusFields(table, rowId(parent), releaseToken), readiness)
+  const fields = { ...statusFields(table, rowId(parent), releaseToken), ...(lastDriftRepair === undefined ? {} : { lastDriftRepair }) }
+  const status: PostgresWriterStatus = parentStatus(parent, now, fields, readiness)
   return { status, attachments: [], ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }) }
 }
 

@@ -209,6 +209,18 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
         assert.equal((await writer('default')).spec.deletionPolicy, 'Delete')
       })
 
+      await s.step('a row changed, then deleted, by hand: the next resync writes it again, and the status says so', async () => {
+        for (const [change, reason] of [[`UPDATE public."${table}" SET age = 99 WHERE id = $1`, 'RowChanged'], [`DELETE FROM public."${table}" WHERE id = $1`, 'RowMissing']]) {
+          await postgres.query(change as string, [`${s.namespace}/default`])
+          await s.eventually(`the row repaired, status.lastDriftRepair ${reason}`, async () => {
+            assert.deepEqual(await rows('default'), [`${table}: ${age}`])
+            const object = await writer('default')
+            assertReady(object, 'True', 'RowWritten')
+            assert.equal(object.status.lastDriftRepair?.reason, reason, JSON.stringify(object.status))
+          })
+        }
+      })
+
       const DETACHED = 'e2e.example.com/detached'
       await s.step('the DecoratorController selects only objects without a label; both objects get it: Delete gives its row up, Orphan keeps it', async () => {
         await s.kubectl(['patch', 'decoratorcontroller', 'postgres-writer', '--type', 'merge', '-p',
