@@ -7,13 +7,17 @@ export const TABLE_NAME_PATTERN = SQL_IDENTIFIER_PATTERN
 /** The hook answers Ready=False/InvalidSpec for such a value (sync.ts); the API server refuses it at apply time. */
 const TEXT_COLUMN = applyRules({ rule: "!self.contains('\\u0000')", message: 'must not contain a NUL character (\\u0000): a PostgreSQL text column cannot hold one' })
 
+/** spec.deletionPolicy's values; the first is the default. */
+export const DELETION_POLICIES = ['Delete', 'Orphan'] as const
+export type DeletionPolicy = typeof DELETION_POLICIES[number]
+
 export const PostgresWriterSpecSchema = Type.Object({
   table: Type.String({ pattern: TABLE_NAME_PATTERN, description: 'Table the row is written to: a lowercase SQL identifier, created if missing.' }),
   name: Type.String({ ...TEXT_COLUMN, description: 'Value of the row\'s name column.' }),
   age: Type.Integer({ minimum: 0, maximum: 2147483647, description: 'Value of the row\'s age column (a PostgreSQL integer).' }),
   country: Type.String({ ...TEXT_COLUMN, description: 'Value of the row\'s country column.' }),
-  deletionPolicy: Type.Union([Type.Literal('Delete'), Type.Literal('Orphan')], {
-    default: 'Delete',
+  deletionPolicy: Type.Union(DELETION_POLICIES.map((policy) => Type.Literal(policy)), {
+    default: DELETION_POLICIES[0],
     description: 'What happens to the row when this object goes: Delete (the default) deletes it; Orphan keeps it, and a new PostgresWriter of the same name and namespace takes it over.'
   })
 })

@@ -4,7 +4,7 @@ import { HookError, unprocessableSpec } from '../errors.js'
 import { parentStatus, type ParentMetadata, type ParentOf, type Readiness } from '../parent.js'
 import type { DecoratorResponse } from '../wire/schemas.js'
 import type { Drift } from '../metrics.js'
-import { postgresWriterResource, type PostgresWriterStatus } from './resource.js'
+import { DELETION_POLICIES, postgresWriterResource, type DeletionPolicy, type PostgresWriterStatus } from './resource.js'
 
 /**
  * The pure core of PostgresWriter: what to write or delete for a request, and the answer for what happened.
@@ -51,8 +51,6 @@ export type WriteResult = { kind: 'done', wrote: 'nothing' | 'updated' | 'insert
  * the finalize, and may write again.
  */
 export type FinalizeResult = { kind: 'done', releaseToken: string | undefined, tables: string[] } | Failed
-
-export type DeletionPolicy = 'Delete' | 'Orphan'
 
 /**
  * What a finalize does: delete the object's row from every table where the hook wrote it, or keep it (Orphan).
@@ -133,11 +131,15 @@ export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncP
 export function planFinalize (parent: PostgresWriter): FinalizePlan {
   const { id, uid } = rowOwner(parent)
   const raw = parent.object.spec
-  const policy = typeof raw === 'object' && raw !== null && 'deletionPolicy' in raw ? raw.deletionPolicy : undefined
-  if (policy !== undefined && policy !== 'Delete' && policy !== 'Orphan') {
-    throw unprocessableSpec(postgresWriterResource.kind, [`spec.deletionPolicy: ${JSON.stringify(policy)} is neither Delete nor Orphan, so the row is left as it is`])
+  const policy: unknown = typeof raw === 'object' && raw !== null && 'deletionPolicy' in raw ? raw.deletionPolicy : DELETION_POLICIES[0]
+  if (!isDeletionPolicy(policy)) {
+    throw unprocessableSpec(postgresWriterResource.kind, [`spec.deletionPolicy: ${JSON.stringify(policy)} is neither ${DELETION_POLICIES.join(' nor ')}, so the row is left as it is`])
   }
-  return { kind: 'finalize', id, uid, previousTable: parent.status.table, deleting: parent.deleting, policy: policy ?? 'Delete' }
+  return { kind: 'finalize', id, uid, previousTable: parent.status.table, deleting: parent.deleting, policy }
+}
+
+function isDeletionPolicy (value: unknown): value is DeletionPolicy {
+  return DELETION_POLICIES.some((policy) => policy === value)
 }
 
 function qualified (schema: string, table: string): string {
