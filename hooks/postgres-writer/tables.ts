@@ -45,8 +45,12 @@ export function hookTablesDdl (schema: string): string[] {
   return [
     `CREATE TABLE IF NOT EXISTS ${tombstones} (object_uid text PRIMARY KEY, id text NOT NULL, finalized_at timestamptz NOT NULL DEFAULT now(), release_token text)`,
     `CREATE INDEX IF NOT EXISTS ${quote(`${TOMBSTONES_TABLE}-finalized-at`)} ON ${tombstones} (finalized_at)`,
-    `CREATE TABLE IF NOT EXISTS ${qualified(schema, PLACEMENTS_TABLE)} (id text NOT NULL, table_name text NOT NULL, uid text, PRIMARY KEY (id, table_name))`
+    placementsDdl(schema)
   ]
+}
+
+function placementsDdl (schema: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${qualified(schema, PLACEMENTS_TABLE)} (id text NOT NULL, table_name text NOT NULL, uid text, PRIMARY KEY (id, table_name))`
 }
 
 /**
@@ -67,7 +71,7 @@ export function migrationDdl (schema: string, earlierTables: readonly string[]):
   const placements = qualified(schema, PLACEMENTS_TABLE)
   return [
     `LOCK TABLE ${tombstones} IN ACCESS EXCLUSIVE MODE`,
-    ...hookTablesDdl(schema).slice(2),
+    placementsDdl(schema),
     ...earlierTables.map((table) =>
       `INSERT INTO ${placements} (id, table_name) SELECT id, '${table}' FROM ONLY ${qualified(schema, table)} WHERE id IS NOT NULL ON CONFLICT DO NOTHING`),
     `ALTER TABLE ${tombstones} RENAME COLUMN uid TO object_uid`,
