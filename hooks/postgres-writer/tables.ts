@@ -126,20 +126,14 @@ export const inspectStatement = `SELECT CASE
   ) AS r ON true`
 
 /**
- * $1 schema, $2 TABLE_NAME_PATTERN: the tables in which a version that recorded no placements wrote its rows, and deleted
- * stray copies of them: the ordinary tables of the schema with a text id and name, age and country columns, whose name
- * a spec.table can have. That version also left out the tables PG_TABLE_ALLOWLIST refused; the migration does not,
- * since an earlier allowlist may have admitted them. Only those this user may read.
- *
- * The schema's relations are found in pg_depend, where PostgreSQL records each relation's dependency on its schema
- * (what DROP SCHEMA … CASCADE follows, and ALTER TABLE … SET SCHEMA moves): an index scan over the schema's own objects,
- * not over every relation of the database.
+ * $1 schema, $2 TABLE_NAME_PATTERN: the tables in which a version that recorded no placements wrote its rows, and
+ * deleted stray copies of them: the ordinary tables of the schema with a text id and name, age and country columns,
+ * whose name a spec.table can have. That version also left out the tables PG_TABLE_ALLOWLIST refused; the migration
+ * does not, since an earlier allowlist may have admitted them. Only those this user may read.
  */
 export const earlierRowTablesQuery = `SELECT c.relname
-  FROM pg_catalog.pg_depend d JOIN pg_catalog.pg_class c ON c.oid = d.objid
-  WHERE d.refclassid = 'pg_catalog.pg_namespace'::regclass AND d.classid = 'pg_catalog.pg_class'::regclass
-    AND d.refobjid = (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname = $1)
-    AND c.relkind = 'r' AND NOT c.relispartition
+  FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+  WHERE n.nspname = $1 AND c.relkind = 'r' AND NOT c.relispartition
     AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid)
     AND c.relname ~ $2 AND has_table_privilege(c.oid, 'SELECT')
     AND (SELECT count(*) FROM pg_catalog.pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
