@@ -42,6 +42,16 @@ function tableChanged (error: unknown): boolean {
   return (code.startsWith('42') && code !== '42501') || ['0A000', '23502'].includes(code)
 }
 
+/**
+ * When a run of a placement or finalize failed because a table changed under it, what the error said: the call runs
+ * again, or after its last run reports that the tables kept changing (retried soon). Any other error is thrown, to be
+ * reported as what it is, and so is a change other than a dropped table at the last run.
+ */
+function runAgainAfter (error: unknown, attempt: number): string {
+  if (!tableChanged(error) || (attempt === ATTEMPTS_FOR_TABLES && sqlState(error) !== '42P01')) throw error
+  return ` (${(error as Error).message})`
+}
+
 export function classifyFailure (error: unknown, { description, conceal }: Pick<PostgresIo, 'description' | 'conceal'>): Failed {
   const code = sqlState(error)
   const message = conceal(String((error as Error).message))
@@ -166,8 +176,7 @@ export class RowStore {
             await this.place(db, { row, table, uid, oid: fit, releaseToken }, expectation(previousTable).filter((other) => other !== table))
           if (result !== 'stale') return result
         } catch (error) {
-          if (!tableChanged(error) || (attempt === ATTEMPTS_FOR_TABLES && sqlState(error) !== '42P01')) throw error
-          changed = ` (${(error as Error).message})`
+          changed = runAgainAfter(error, attempt)
         }
         // A table changed since it was looked at: look at it again, and say what is wrong with it, if anything.
         this.fit.delete(table)
@@ -200,8 +209,7 @@ export class RowStore {
           if (report.expected) return { kind: 'done', releaseToken: report.releaseToken ?? undefined, tables: report.tables }
           expected = report.tables.filter(isSqlIdentifier)
         } catch (error) {
-          if (!tableChanged(error) || (attempt === ATTEMPTS_FOR_TABLES && sqlState(error) !== '42P01')) throw error
-          changed = ` (${(error as Error).message})`
+          changed = runAgainAfter(error, attempt)
           // One of the tables it expected is gone, or the hook's own tables changed: the next run expects none.
           expected = []
           this.hookTablesCurrent = false
