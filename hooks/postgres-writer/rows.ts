@@ -368,9 +368,10 @@ export class RowStore {
   /**
    * The row where the last acknowledged sync put it: read, and updated when it differs, as long as it is recorded there
    * as this object's and the object has no tombstone (so that a late sync of a finalized object stays off the row of
-   * an object created since under the same name; a released object's sync is placed, which lifts the tombstone). An unchanged resync, the common call, is one read of one row. The
-   * table is known by the OID of the table the row comes from. Undefined when the row must be placed: it is not there,
-   * not recorded as this object's, or was not updated.
+   * an object created since under the same name; a released object's sync is placed, which lifts the tombstone). An
+   * unchanged resync, the common call, is one read of one row. The table is known by the OID of the table the row
+   * comes from. Undefined when the row must be placed: it is not there, not recorded as this object's, or was not
+   * updated.
    */
   private async inPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale' | undefined> {
     const values = [row.id, row.name, row.age, row.country, uid]
