@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { callHook, longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
 import { startRig } from './hook-server.js'
-import { rowsById } from './rows.js'
+import { rowsById } from '../helpers/postgres-writer-rows.js'
 import { Writer, type Row, type WriterSpec } from './writers.js'
 
 const GENERATIONS = 20

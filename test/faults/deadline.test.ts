@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { outcomeOf, type Answer } from './hook-calls.js'
 import { pollHookBackends, startRig, STATEMENT_TIMEOUT_SECONDS } from './hook-server.js'
-import { rowsById } from './rows.js'
+import { rowsById } from '../helpers/postgres-writer-rows.js'
 import { Writer } from './writers.js'
 
 /**

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
 import { callHook, outcomeOf, type Answer } from './hook-calls.js'
 import { pollHookBackends, startRig } from './hook-server.js'
-import { rowsById } from './rows.js'
+import { rowsById } from '../helpers/postgres-writer-rows.js'
 import { Writer } from './writers.js'
 
 /**

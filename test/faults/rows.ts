@@ -1,20 +1,9 @@
 import assert from 'node:assert/strict'
 import type pg from 'pg'
+import { rowsById } from '../helpers/postgres-writer-rows.js'
 import type { Row, Writer } from './writers.js'
 
 /** The invariant of the fault tests: the rows in PostgreSQL are exactly those of the PostgresWriters that exist. */
-
-/** Every row of every table of the schema that has an age column (all but the hook's tombstones), by id. */
-export async function rowsById (client: pg.Client, schema: string): Promise<Map<string, Row[]>> {
-  const tables = await client.query<{ table_name: string }>(
-    "SELECT table_name FROM information_schema.columns WHERE table_schema = $1 AND column_name = 'age' ORDER BY table_name", [schema])
-  const byId = new Map<string, Row[]>()
-  for (const { table_name: table } of tables.rows) {
-    const rows = await client.query<Omit<Row, 'table'>>(`SELECT id, name, age, country FROM "${schema}"."${table}"`)
-    for (const row of rows.rows) byId.set(row.id, [...byId.get(row.id) ?? [], { ...row, table }])
-  }
-  return byId
-}
 
 /**
  * The invariant: every writer that exists has exactly one row, in exactly one table (its spec's), with its spec's

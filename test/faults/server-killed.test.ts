@@ -3,7 +3,8 @@ import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
 import { startHookServer, startRig } from './hook-server.js'
-import { assertRowsMatchWriters, rowsById } from './rows.js'
+import { rowsById } from '../helpers/postgres-writer-rows.js'
+import { assertRowsMatchWriters } from './rows.js'
 import { forEachConcurrently, replay, Writer, type WriterSpec } from './writers.js'
 
 const WRITERS = 40

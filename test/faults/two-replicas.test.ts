@@ -4,7 +4,7 @@ import { startPostgres } from '../helpers/postgres-process.js'
 import type { ServerProcess } from '../helpers/server-process.js'
 import { callHook, longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
 import { startHookServer, testSchema } from './hook-server.js'
-import { rowsById } from './rows.js'
+import { rowsById } from '../helpers/postgres-writer-rows.js'
 import { forEachConcurrently, Writer, type WriterSpec } from './writers.js'
 
 /**

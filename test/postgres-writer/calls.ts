@@ -2,6 +2,7 @@ import pg from 'pg'
 import { type TestApp } from '../helpers/app.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { fixture } from '../helpers/fixtures.js'
+import { rowsById, type FoundRow } from '../helpers/postgres-writer-rows.js'
 
 /** PostgresWriter hook calls through `app.inject()`, and the rows they leave, for the PostgresWriter unit tests. */
 
@@ -60,6 +61,12 @@ export function request (name: 'sync-create' | 'sync-resync' | 'sync-age-changed
 export async function rows (t: TestApp, table: string, schema = t.schema): Promise<Array<{ id: string, name: string, age: number, country: string }>> {
   const result = await (t.pool as pg.Pool).query(`SELECT id, name, age, country FROM "${schema}"."${table}" ORDER BY id`)
   return result.rows
+}
+
+/** Every row in every table of the test's schema but the hook's own, wherever it is, ordered by table and id. */
+export async function rowsEverywhere (t: TestApp): Promise<FoundRow[]> {
+  const found = [...(await rowsById(t.pool as pg.Pool, t.schema)).values()].flat()
+  return found.sort((a, b) => a.table.localeCompare(b.table) || a.id.localeCompare(b.id))
 }
 
 /** Runs SQL (several statements, no parameters) as the tests' superuser, on a connection of its own, in the test's schema. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { build, type TestApp } from '../helpers/app.js'
-import { callHook, messageOf, readyOf, request, rows } from './calls.js'
+import { callHook, messageOf, readyOf, request, rowsEverywhere } from './calls.js'
 
 /** spec.deletionPolicy: Delete (the default) deletes the row with the object; Orphan keeps it, for the next owner. */
 
@@ -10,11 +10,7 @@ const NEW_UID = '44444444-4444-4444-8444-444444444444'
 const ORPHAN = { deletionPolicy: 'Orphan' }
 
 async function everyRow (app: TestApp): Promise<string[]> {
-  const found: string[] = []
-  for (const table of ['students', 'graduates']) {
-    for (const row of await rows(app, table).catch(() => [])) found.push(`${table}: ${row.id} ${row.name} ${row.age}`)
-  }
-  return found
+  return (await rowsEverywhere(app)).map((row) => `${row.table}: ${row.id} ${row.name} ${row.age}`)
 }
 
 test('Orphan: the finalize keeps the row and answers finalized: true; a late sync of the object writes nothing', async (t) => {
