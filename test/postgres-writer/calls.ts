@@ -6,6 +6,12 @@ import { rowsById, type FoundRow } from '../helpers/postgres-writer-rows.js'
 
 /** PostgresWriter hook calls through `app.inject()`, and the rows they leave, for the PostgresWriter unit tests. */
 
+/** The row id of the fixtures' object. */
+export const ID = 'default/sample-student'
+
+/** The columns of a table that can hold the row, as a test creates one itself. */
+export const ROW_COLUMNS = 'id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL'
+
 export interface HookAnswer {
   statusCode: number
   json: any

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { build, type TestApp } from '../helpers/app.js'
-import { admin, callHook, messageOf, readyOf, request, rows, rowsEverywhere } from './calls.js'
+import { admin, callHook, ID, messageOf, readyOf, request, ROW_COLUMNS, rows, rowsEverywhere } from './calls.js'
 
 /**
  * One row per resource, and "finalize deletes the row", across changes of configuration: replicas that differ in
  * PG_TABLE_ALLOWLIST or PG_AUTO_CREATE_TABLES (a rollout), on one schema.
  */
-
-const ID = 'default/sample-student'
 
 /** Two apps on one schema, as two replicas of a rollout: `first` with `env`, `second` with `otherEnv`. */
 async function replicas (t: Parameters<typeof build>[0], env: Record<string, string>, otherEnv: Record<string, string>): Promise<[TestApp, TestApp]> {
@@ -70,7 +68,7 @@ test('PG_AUTO_CREATE_TABLES differing between replicas: the row is found and del
 test('a row the hook did not write is never deleted: one of the same id in another table stays through placements and the finalize', async (t) => {
   const app = await build(t)
   assert.equal(readyOf(await callHook(app, request('sync-create'))), 'True RowWritten')
-  await admin(app, `CREATE TABLE alumni (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL);
+  await admin(app, `CREATE TABLE alumni (${ROW_COLUMNS});
     INSERT INTO alumni VALUES ('${ID}', 'written by someone else', 40, 'peru')`)
   assert.equal(readyOf(await callHook(app, request('sync-table-moved'))), 'True RowWritten')
   assert.equal(readyOf(await callHook(app, request('sync-create', { statusTable: null }))), 'True RowWritten')

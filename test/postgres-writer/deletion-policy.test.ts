@@ -1,11 +1,10 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { build, type TestApp } from '../helpers/app.js'
-import { callHook, messageOf, readyOf, request, rowsEverywhere } from './calls.js'
+import { callHook, ID, messageOf, readyOf, request, rowsEverywhere } from './calls.js'
 
 /** spec.deletionPolicy: Delete (the default) deletes the row with the object; Orphan keeps it, for the next owner. */
 
-const ID = 'default/sample-student'
 const NEW_UID = '44444444-4444-4444-8444-444444444444'
 const ORPHAN = { deletionPolicy: 'Orphan' }
 

@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { build, NOW, type TestApp } from '../helpers/app.js'
-import { admin, callHook, messageOf, readyOf, request, rows, type HookAnswer } from './calls.js'
+import { admin, callHook, ID, messageOf, readyOf, request, rows, type HookAnswer } from './calls.js'
 
 /**
  * A sync that finds the row changed or deleted behind the hook's back since it wrote it for the object's generation
  * writes it again, says so in status.lastDriftRepair, and counts it in metacontroller_hooks_drift_repairs_total.
  */
-
-const ID = 'default/sample-student'
 
 async function repairs (app: TestApp): Promise<Record<string, number>> {
   const body = (await app.app.inject({ url: '/metrics' })).body

@@ -1,15 +1,13 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { build, type TestApp } from '../helpers/app.js'
-import { admin, callHook, messageOf, readyOf, request, rows } from './calls.js'
+import { admin, callHook, ID, messageOf, readyOf, request, ROW_COLUMNS, rows } from './calls.js'
 
 /**
  * Tables written by an earlier version, which recorded no placements: their rows are adopted once, by the first call
  * of this version, and found from then on wherever that version put them; replicas of that version fail from then on.
  */
 
-const ROW_COLUMNS = 'id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL'
-const ID = 'default/sample-student'
 const FINALIZED_UID = '33333333-3333-4333-8333-333333333333'
 
 /**

@@ -3,12 +3,9 @@ import { test } from 'node:test'
 import pg from 'pg'
 import { build } from '../helpers/app.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
-import { admin, callHook, messageOf, readyOf, request, rows } from './calls.js'
+import { admin, callHook, ID, messageOf, readyOf, request, ROW_COLUMNS, rows } from './calls.js'
 
 /** Ready=True only over a real row in an ordinary table: what each kind of relation and each table shape gets. */
-
-const ROW_COLUMNS = 'id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL'
-const ID = 'default/sample-student'
 
 const relationKinds: Array<{ kind: string, ddl: string, message: RegExp, holder?: { schema?: string, table: string } }> = [
   {

@@ -4,7 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { build, type TestApp } from '../helpers/app.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
-import { admin, callHook, messageOf, readyOf, request, rows } from './calls.js'
+import { admin, callHook, messageOf, readyOf, request, ROW_COLUMNS, rows } from './calls.js'
 
 /**
  * Finalize is never undone: the object's uid is tombstoned in finalize's transaction, and no write path of that uid
@@ -136,7 +136,7 @@ test('a tombstones table dropped while the server runs is created again by the n
 
 test('with PG_AUTO_CREATE_TABLES=false, a sync without the hook\'s tables is refused with their DDL, which works; a finalize goes on', async (t) => {
   const app = await build(t, { env: { PG_AUTO_CREATE_TABLES: 'false' } })
-  await admin(app, 'CREATE TABLE students (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL)')
+  await admin(app, `CREATE TABLE students (${ROW_COLUMNS})`)
   const refused = await callHook(app, request('sync-create'))
   assert.equal(readyOf(refused), 'False TableMissing', messageOf(refused))
   assert.match(messageOf(refused), new RegExp(`CREATE TABLE "${app.schema}"\\."${TOMBSTONES}"`))
