@@ -57,6 +57,22 @@ function containerEnv (workload: KubeObject | undefined): Record<string, string>
   return Object.fromEntries((container(workload)?.env ?? []).map((e: { name: string, value: string }) => [e.name, e.value]))
 }
 
+interface Row { table: string, name: string, age: number, country: string, xmin: string }
+
+/** The rows of PostgresWriter row id `id` in every table of the public schema that has an `age` column (all but the hook's own). */
+async function rowsOf (postgres: Environment['postgres'], id: string): Promise<Row[]> {
+  const tables = await postgres.query<{ table_name: string }>(
+    "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'age' ORDER BY table_name")
+  const found: Row[] = []
+  for (const { table_name: table } of tables) {
+    for (const row of await postgres.query<Omit<Row, 'table'>>(
+      `SELECT name, age, country, xmin::text AS xmin FROM public."${table}" WHERE id = $1`, [id])) {
+      found.push({ table, ...row })
+    }
+  }
+  return found
+}
+
 describe('end to end: the four operators on kube-apiserver, kube-controller-manager and Metacontroller', () => {
   before(async () => {
     const t0 = Date.now()
@@ -77,20 +93,7 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
       const sample = await s.applySample('postgres-writer.yaml')
       const name = sample.metadata.name
       const id = `${s.namespace}/${name}`
-      interface Row { table: string, name: string, age: number, country: string, xmin: string }
-      /** The object's rows in every table of the schema that has an `age` column (all but the hook's tombstones). */
-      const rows = async (): Promise<Row[]> => {
-        const tables = await postgres.query<{ table_name: string }>(
-          "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'age' ORDER BY table_name")
-        const found: Row[] = []
-        for (const { table_name: table } of tables) {
-          for (const row of await postgres.query<Omit<Row, 'table'>>(
-            `SELECT name, age, country, xmin::text AS xmin FROM public."${table}" WHERE id = $1`, [id])) {
-            found.push({ table, ...row })
-          }
-        }
-        return found
-      }
+      const rows = async (): Promise<Row[]> => await rowsOf(postgres, id)
       const rowsWithoutXmin = async (): Promise<unknown[]> => (await rows()).map(({ xmin, ...row }) => row)
       const writer = async (): Promise<KubeObject> => await s.get('postgreswriters', name)
 
@@ -182,18 +185,8 @@ describe('end to end: the four operators on kube-apiserver, kube-controller-mana
       const apply = async (name: string, spec: Record<string, unknown>): Promise<void> => {
         await s.kubectl(['apply', '-n', s.namespace, '-f', '-'], JSON.stringify({ ...sample, metadata: { name }, spec: { ...sample.spec, ...spec } }))
       }
-      /** The object's rows, as `<table>: <age>`, in every table of the schema that has an `age` column. */
-      const rows = async (name: string): Promise<string[]> => {
-        const tables = await postgres.query<{ table_name: string }>(
-          "SELECT table_name FROM information_schema.columns WHERE table_schema = 'public' AND column_name = 'age' ORDER BY table_name")
-        const found: string[] = []
-        for (const { table_name: table } of tables) {
-          for (const row of await postgres.query<{ age: number }>(`SELECT age FROM public."${table}" WHERE id = $1`, [`${s.namespace}/${name}`])) {
-            found.push(`${table}: ${row.age}`)
-          }
-        }
-        return found
-      }
+      /** The object's rows, as `<table>: <age>`. */
+      const rows = async (name: string): Promise<string[]> => (await rowsOf(postgres, `${s.namespace}/${name}`)).map((row) => `${row.table}: ${row.age}`)
       const writer = async (name: string): Promise<KubeObject> => await s.get('postgreswriters', name)
       const table = sample.spec.table as string
       const age = sample.spec.age as number
