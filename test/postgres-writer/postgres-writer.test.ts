@@ -88,13 +88,14 @@ test('an incompatible existing table gives Ready=False with a reason, and no cra
   assert.equal(json.status.conditions[0].reason, 'TableIncompatible')
   assert.match(json.status.conditions[0].message, /id text primary key, name text, age integer, country text/)
   assert.equal(json.status.table, undefined, 'no table holds the row')
-  assert.ok(json.resyncAfterSeconds > 0)
+  assert.equal(json.resyncAfterSeconds, 60)
 })
 
 test('a missing table with PG_AUTO_CREATE_TABLES=false is reported, not created', async (t) => {
   const app = await build(t, { env: { PG_AUTO_CREATE_TABLES: 'false' } })
   const { json } = await sync(app, fixture('postgres-writer', 'sync-create'))
   assert.equal(json.status.conditions[0].reason, 'TableMissing')
+  assert.equal(json.resyncAfterSeconds, 60)
   const exists = await (app.pool as pg.Pool).query('SELECT to_regclass($1) AS t', [`"${app.schema}".students`])
   assert.equal(exists.rows[0].t, null)
 })
@@ -145,6 +146,7 @@ test('PG_TABLE_ALLOWLIST refuses other tables without SQL and admits listed ones
   const { json } = await sync(refused, fixture('postgres-writer', 'sync-create'))
   assert.equal(json.status.conditions[0].reason, 'TableNotAllowed')
   assert.match(json.status.conditions[0].message, /graduates, alumni/)
+  assert.equal(json.resyncAfterSeconds, undefined, 'no early call: the spec or the configuration must change first')
 
   const allowed = await build(t, { env: { PG_TABLE_ALLOWLIST: 'students' } })
   const ok = await sync(allowed, fixture('postgres-writer', 'sync-create'))

@@ -44,6 +44,7 @@ test('a sync sent before the selector\'s finalize writes nothing after it; its a
   assert.equal(readyOf(late), 'False RowDeleted', messageOf(late))
   assert.deepEqual(await names(app), [])
   assert.equal(late.json.status.releaseToken, finalize.json.status.releaseToken)
+  assert.equal(late.json.resyncAfterSeconds, 10, 'the next sync, carrying the token, comes soon')
   // Had Metacontroller received that answer (a sync sent once the object matched again, but with a status written
   // before the finalize's), it would have written it back: the next sync writes.
   assert.equal(readyOf(await callHook(app, request('sync-age-changed', { status: late.json.status }))), 'True RowWritten')
