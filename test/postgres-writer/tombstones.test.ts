@@ -14,6 +14,7 @@ import { admin, callHook, messageOf, readyOf, request, ROW_COLUMNS, rows } from 
 
 const OLD_UID = '11111111-1111-4111-8111-111111111111'
 const NEW_UID = '22222222-2222-4222-8222-222222222222'
+const YOUNG_UID = '55555555-5555-4555-8555-555555555555'
 const TOMBSTONES = 'postgres-writer-tombstones'
 
 async function tombstones (t: TestApp): Promise<Array<{ uid: string, id: string }>> {
@@ -94,7 +95,7 @@ test('a sync that arrives after its own object\'s finalize writes nothing', asyn
   assert.deepEqual(await rows(app, 'graduates').catch(() => []), [])
 })
 
-test('tombstones live in a table no PostgresWriter can name, and go once they are old', async (t) => {
+test('tombstones live in a table no PostgresWriter can name, and go once older than 10 minutes', async (t) => {
   const app = await build(t)
   await callHook(app, request('sync-create', { uid: OLD_UID }))
   await callHook(app, request('finalize', { uid: OLD_UID }), 'finalize')
@@ -103,11 +104,14 @@ test('tombstones live in a table no PostgresWriter can name, and go once they ar
   const named = await callHook(app, request('sync-create', { uid: NEW_UID, spec: { table: TOMBSTONES } }))
   assert.equal(readyOf(named), 'False InvalidTableName')
 
-  // A tombstone older than the retention goes with the next finalize.
-  await admin(app, `UPDATE "${TOMBSTONES}" SET finalized_at = now() - interval '11 minutes'`)
+  // A tombstone older than the retention of 10 minutes goes with the next finalize; a younger one stays.
+  await callHook(app, request('sync-create', { uid: YOUNG_UID, objectName: 'young' }))
+  await callHook(app, request('finalize', { uid: YOUNG_UID, objectName: 'young' }), 'finalize')
+  await admin(app, `UPDATE "${TOMBSTONES}" SET finalized_at = now() - interval '11 minutes' WHERE object_uid = '${OLD_UID}';
+    UPDATE "${TOMBSTONES}" SET finalized_at = now() - interval '9 minutes' WHERE object_uid = '${YOUNG_UID}'`)
   await callHook(app, request('sync-create', { uid: NEW_UID, objectName: 'other' }))
   await callHook(app, request('finalize', { uid: NEW_UID, objectName: 'other' }), 'finalize')
-  assert.deepEqual(await tombstones(app), [{ uid: NEW_UID, id: 'default/other' }])
+  assert.deepEqual(await tombstones(app), [{ uid: NEW_UID, id: 'default/other' }, { uid: YOUNG_UID, id: 'default/young' }])
 })
 
 test('a finalize repeated after the retention keeps its own tombstone: a sync after it still writes nothing', async (t) => {
