@@ -187,13 +187,18 @@ export function syncResponse (parent: PostgresWriter, outcome: SyncOutcome, poli
     const drift = driftOf(outcome)
     if (drift !== undefined) lastDriftRepair = driftRepair(drift, outcome.plan, policy, now)
   }
-  const fields = { ...statusFields(table, rowId(parent), releaseToken), ...(lastDriftRepair === undefined ? {} : { lastDriftRepair }) }
-  const status: PostgresWriterStatus = parentStatus(parent, now, fields, readiness)
+  const status: PostgresWriterStatus = parentStatus(parent, now, statusFields(table, rowId(parent), releaseToken, lastDriftRepair), readiness)
   return { status, attachments: [], ...(resyncAfterSeconds === undefined ? {} : { resyncAfterSeconds }) }
 }
 
-function statusFields (table: string | undefined, id: string, releaseToken: string | undefined): Pick<PostgresWriterStatus, 'table' | 'id' | 'releaseToken'> {
-  return { ...(table === undefined ? {} : { table }), id, ...(releaseToken === undefined ? {} : { releaseToken }) }
+/** The status fields of PostgresWriter's own, each left out when undefined. */
+function statusFields (table: string | undefined, id: string, releaseToken: string | undefined, lastDriftRepair: DriftRepair | undefined): Omit<PostgresWriterStatus, 'observedGeneration' | 'conditions'> {
+  return {
+    ...(table === undefined ? {} : { table }),
+    id,
+    ...(releaseToken === undefined ? {} : { releaseToken }),
+    ...(lastDriftRepair === undefined ? {} : { lastDriftRepair })
+  }
 }
 
 /** The answer of a finalize: what the database did with the planned finalize. */
@@ -211,7 +216,7 @@ export function finalizeResponse (parent: PostgresWriter, plan: FinalizePlan, re
     releaseToken = result.releaseToken
     readiness = finalized(id, plan, result.tables, policy)
   }
-  const status: PostgresWriterStatus = parentStatus(parent, now, statusFields(table, id, releaseToken), readiness)
+  const status: PostgresWriterStatus = parentStatus(parent, now, statusFields(table, id, releaseToken, parent.status.lastDriftRepair), readiness)
   return {
     status,
     attachments: [],

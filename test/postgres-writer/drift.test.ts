@@ -75,3 +75,18 @@ test('a row written while the database refused the last sync is no repair: that 
   assert.equal(rewritten.json.status.lastDriftRepair, undefined)
   assert.deepEqual(await repairs(app), {})
 })
+
+test('the last repair stays in the status while the object leaves the selector and comes back', async (t) => {
+  const app = await build(t)
+  const { json: { status } } = await written(app)
+  await admin(app, `UPDATE students SET age = 99 WHERE id = '${ID}'`)
+  const repaired = await callHook(app, request('sync-resync', { status }))
+  const { lastDriftRepair } = repaired.json.status
+  assert.equal(lastDriftRepair.reason, 'RowChanged')
+  const released = await callHook(app, request('finalize', { notDeleting: true, status: repaired.json.status }), 'finalize')
+  assert.equal(released.json.finalized, true, messageOf(released))
+  assert.deepEqual(released.json.status.lastDriftRepair, lastDriftRepair)
+  const matched = await callHook(app, request('sync-resync', { status: released.json.status }))
+  assert.equal(readyOf(matched), 'True RowWritten', messageOf(matched))
+  assert.deepEqual(matched.json.status.lastDriftRepair, lastDriftRepair)
+})
