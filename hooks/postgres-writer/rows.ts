@@ -79,7 +79,7 @@ interface Placement {
   finalized: boolean
   /** The tombstone's release token, if the object was released rather than deleted. */
   releaseToken: string | null
-  /** The other tables recorded as holding the row were the ones the statement deleted it from; otherwise it wrote nothing. */
+  /** Every other table recorded as holding the row was one the statement could delete it from; otherwise it wrote nothing. */
   expected: boolean
   /** Rows the statement wrote, and whether the row written reads back as sent. */
   written: number
@@ -102,7 +102,7 @@ interface Placing {
 
 /** What a finalize reports. */
 interface Finalized {
-  /** The tables recorded as holding the object's row were the ones the statement deleted it from; otherwise it wrote nothing. */
+  /** Every table recorded as holding the object's row was one the statement could delete it from; otherwise it wrote nothing. */
   expected: boolean
   /** Those tables. */
   tables: string[]
@@ -116,11 +116,16 @@ type Query = readonly [text: string, values: readonly Value[]]
 const lockRow = (id: string): Query => ['SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [id]]
 
 /**
- * How many times a placement or finalize runs again when the tables recorded as holding the row were not the ones it
- * expected, or one of them was dropped while it ran: each run learns them, so only tables dropped between two runs
- * make another one.
+ * How many times a placement or finalize runs when a table recorded as holding the row was not among those it
+ * expected, or one of them was dropped while it ran. Each run adds the tables it found recorded to those it expects,
+ * so a row that other calls move back and forth meanwhile makes no further run: only a table new to the call does.
  */
 const ATTEMPTS_FOR_TABLES = 3
+
+/** The tables a call expects to hold the row, with those a run found recorded: sorted, so that a set has one text. */
+function learnt (expected: readonly string[], recorded: readonly string[]): string[] {
+  return [...new Set([...expected, ...recorded.filter(isSqlIdentifier)])].sort()
+}
 
 /**
  * How long a table found fit is taken to stay so. Every write checks that the table's name still means the table
@@ -207,7 +212,7 @@ export class RowStore {
           const [, finalize] = await this.batch(db, [lockRow(id), this.finalize(plan, expected)])
           const report = finalize?.rows[0] as Finalized
           if (report.expected) return { kind: 'done', releaseToken: report.releaseToken ?? undefined, tables: report.tables }
-          expected = report.tables.filter(isSqlIdentifier)
+          expected = learnt(expected, report.tables)
         } catch (error) {
           changed = runAgainAfter(error, attempt)
           // One of the tables it expected is gone, or the hook's own tables changed: the next run expects none.
@@ -402,8 +407,8 @@ export class RowStore {
   /**
    * Places the row: after the row's advisory lock, so that the statement sees what an earlier placement or finalize
    * committed (a tombstone, a record elsewhere), one statement upserts it, deletes it from the other tables recorded as
-   * holding it when they are the ones it expected (`others`), and records it here, for this object. One round trip,
-   * unless those tables are not the ones the status named.
+   * holding it when each is one it expected (`others`), and records it here, for this object. One round trip, unless
+   * a table the status did not name holds it.
    */
   private async place (db: pg.PoolClient, placing: Placing, others: readonly string[]): Promise<WriteResult | 'stale'> {
     let expected = others
@@ -419,15 +424,16 @@ export class RowStore {
         continue
       }
       if (report.expected || report.finalized || !report.sameTable) return this.placed(report, placing)
-      expected = report.tables.filter(isSqlIdentifier)
+      expected = learnt(expected, report.tables)
     }
     return this.tablesKeptChanging('')
   }
 
   /**
    * The statement of a placement, after the advisory lock. $7 is the table's qualified name: the write is made only if
-   * it still names the table found fit. The row is written, deleted from `others`, and recorded in `table` ($8) alone,
-   * for this object, only if `others` are the other tables recorded as holding it ($9). It reports them. A tombstone
+   * it still names the table found fit. The row is written, deleted from those of `others` ($9) recorded as holding it,
+   * and recorded in `table` ($8) alone, for this object, only if every other table recorded as holding it is among
+   * `others`: a table of `others` that holds a row the hook did not write keeps it. It reports them. A tombstone
    * stops it, unless the sync carries the token ($12) that released the object: then it goes with the write.
    */
   private placement ({ row, table, uid, oid, releaseToken }: Placing, others: readonly string[]): Query {
@@ -435,7 +441,7 @@ export class RowStore {
       `WITH tombstone AS (SELECT release_token, NOT coalesce(release_token = $12, false) AS finalized FROM ${this.tombstones} WHERE object_uid = $5),
        guard AS (SELECT to_regclass($7) = $6::oid AS "sameTable", coalesce((SELECT finalized FROM tombstone), false) AS finalized),
        recorded AS (${recordedTablesQuery(this.placements, { id: '$1', schema: '$10', pattern: '$11', owner: 'r.table_name <> $8' })}),
-       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] = $9::text[] AS expected),
+       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] <@ $9::text[] AS expected),
        go AS (SELECT 1 FROM guard, expected WHERE guard."sameTable" AND NOT guard.finalized AND expected.expected),
        written AS (
          INSERT INTO ${this.table(table)} AS t (id, name, age, country)
@@ -444,7 +450,8 @@ export class RowStore {
          WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
          RETURNING t.name, t.age, t.country
        )${others.map((other, i) => `,
-       deleted_${i} AS (DELETE FROM ONLY ${this.table(other)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go))`).join('')},
+       deleted_${i} AS (DELETE FROM ONLY ${this.table(other)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go)
+         AND EXISTS (SELECT 1 FROM recorded WHERE table_name = ($9::text[])[${i + 1}]))`).join('')},
        unrecorded AS (DELETE FROM ${this.placements} WHERE id = $1 AND table_name <> $8 AND EXISTS (SELECT 1 FROM go)),
        recorded_here AS (
          INSERT INTO ${this.placements} AS r (id, table_name, uid) SELECT $1, $8, $5 FROM go
@@ -462,10 +469,10 @@ export class RowStore {
   }
 
   /**
-   * The statement of a finalize, after the advisory lock: when the tables recorded as holding the row for this object
-   * (or for no object in particular: a row adopted from an earlier version) are `tables`, it tombstones the uid and, if
-   * the uid was not tombstoned before, deletes the row from each of them, and their records. It reports them. With
-   * deletionPolicy Orphan it only tombstones the uid, and reports where the row stays.
+   * The statement of a finalize, after the advisory lock: when each table recorded as holding the row for this object
+   * (or for no object in particular: a row adopted from an earlier version) is among `tables`, it tombstones the uid
+   * and, if the uid was not tombstoned before, deletes the row from each of them, and their records. It reports them.
+   * With deletionPolicy Orphan it only tombstones the uid, and reports where the row stays.
    * A repeated finalize (Metacontroller calls finalize again while another finalizer holds the object) refreshes its
    * tombstone, and the expired ones it purges never include its own: each statement sees the table as it was before
    * it, so a purge and a refresh of the same tombstone in one statement would leave it deleted.
@@ -477,7 +484,7 @@ export class RowStore {
       `WITH recorded AS (${recordedTablesQuery(this.placements, { id: '$1', schema: '$3', pattern: '$4', owner: owned })}),
        ${deletes
         ? `previous AS (SELECT 1 FROM ${this.tombstones} WHERE object_uid = $2),
-       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] = $7::text[] AS expected),
+       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] <@ $7::text[] AS expected),
        go AS (SELECT 1 FROM expected WHERE expected AND NOT EXISTS (SELECT 1 FROM previous)),`
         : 'expected AS (SELECT true AS expected),'}
        expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS}) AND object_uid <> $2),
@@ -486,7 +493,8 @@ export class RowStore {
          ON CONFLICT (object_uid) DO UPDATE SET finalized_at = now(), release_token = CASE WHEN $5::boolean THEN NULL ELSE t.release_token END
          RETURNING t.release_token
        )${tables.map((table, i) => `,
-       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go))`).join('')}${deletes
+       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go)
+         AND EXISTS (SELECT 1 FROM recorded WHERE table_name = ($7::text[])[${i + 1}]))`).join('')}${deletes
         ? `,
        unrecorded AS (DELETE FROM ${this.placements} r WHERE r.id = $1 AND ${owned} AND EXISTS (SELECT 1 FROM go))`
         : ''}
