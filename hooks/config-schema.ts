@@ -232,13 +232,13 @@ export const ConfigurationSchema = Type.Object({
     pattern: SQL_IDENTIFIER_PATTERN,
     expected: 'a lowercase SQL identifier (letters, digits, _; at most 63)',
     summary: 'schema of the PostgresWriter tables',
-    details: 'Every table a PostgresWriter names in `spec.table` is in this schema, and so is the hook\'s own `hooks_tombstones` table. It is created when missing and `PG_AUTO_CREATE_TABLES` allows.'
+    details: 'Every table a PostgresWriter names in `spec.table` is in this schema, and so are the hook\'s own two tables, `"postgres-writer-rows"` (where each row was written) and `"postgres-writer-tombstones"` (finalized objects). The schema is created when missing and `PG_AUTO_CREATE_TABLES` allows. The hook looks in this schema alone: before changing it, see [PostgresWriter](postgres-writer.md#changing-pg_schema).'
   }),
   PG_AUTO_CREATE_TABLES: flag({
     section: 'postgresWriter',
     default: true,
     summary: 'create a missing table',
-    details: 'A table that `spec.table` names and that does not exist is created as `(id text primary key, name text, age integer, country text)`, and so is the tombstones table. With `false`, a missing table is reported on the resource (`TableMissing`) with the statement that would create it, and nothing is written.'
+    details: 'A table that `spec.table` names and that does not exist is created as `(id text primary key, name text, age integer, country text)`, and so are the hook\'s own two tables. With `false`, a missing table is reported on the resource (`TableMissing`) with the statement that would create it, and nothing is written; the hook\'s own tables, when missing, are reported the same way ([PostgresWriter](postgres-writer.md#the-hooks-own-tables)).'
   }),
   PG_TABLE_ALLOWLIST: Type.Optional(Type.Array(Type.String({ pattern: SQL_IDENTIFIER_PATTERN, expected: 'a lowercase SQL identifier' }), {
     section: 'postgresWriter',
