@@ -27,10 +27,15 @@ export class DeadlineExceeded extends Error {
 export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadlineMs'>, work: (db: pg.PoolClient) => Promise<T>): Promise<T> {
   let db: pg.PoolClient | undefined
   let timer: NodeJS.Timeout | undefined
+  let passed = false
   const expired = new Promise<never>((_resolve, reject) => {
     timer = setTimeout(() => {
-      if (db !== undefined) cancelRunningStatement(db)
-      reject(new DeadlineExceeded(io.deadlineMs))
+      passed = true
+      const exceeded = (): void => { reject(new DeadlineExceeded(io.deadlineMs)) }
+      // Answering only once PostgreSQL took the cancel keeps the statement from committing after an answer that says
+      // it did not: a lock it waited for may be released as soon as that answer is out.
+      if (db === undefined) exceeded()
+      else void cancelRunningStatement(db).then(exceeded)
     }, io.deadlineMs)
   })
   try {
@@ -50,7 +55,8 @@ export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadline
     } catch (error) {
       working.catch(() => {}) // it fails once its connection is discarded
       db.release(error instanceof Error ? error : true)
-      throw error
+      // The cancel may end the statement before PostgreSQL closes the cancel's connection.
+      throw passed ? new DeadlineExceeded(io.deadlineMs) : error
     }
   } finally {
     clearTimeout(timer)

@@ -198,10 +198,11 @@ interface BackendKey { processID: number | null, secretKey: number | null, host:
 
 /**
  * Sends PostgreSQL's CancelRequest for the statement `db`'s backend is running, on a connection of its own (which
- * needs neither a login nor a free connection slot), as libpq's PQcancel does. Best effort: nothing says whether it
- * arrived.
+ * needs neither a login nor a free connection slot), as libpq's PQcancel does. Settles once PostgreSQL has closed that
+ * connection, which it does after it signalled the backend, or after `waitMs`: best effort, since nothing says
+ * whether the statement was still running.
  */
-export function cancelRunningStatement (db: pg.ClientBase): void {
+export async function cancelRunningStatement (db: pg.ClientBase, waitMs = 500): Promise<void> {
   const { processID, secretKey, host, port } = db as unknown as BackendKey
   if (processID === null || secretKey === null) return
   const request = Buffer.alloc(16)
@@ -210,7 +211,8 @@ export function cancelRunningStatement (db: pg.ClientBase): void {
   request.writeInt32BE(processID, 8)
   request.writeInt32BE(secretKey, 12)
   const socket = host.startsWith('/') ? connect(`${host}/.s.PGSQL.${port}`) : connect(port, host)
-  socket.setTimeout(2000, () => socket.destroy())
+  socket.setTimeout(waitMs, () => socket.destroy())
   socket.on('error', () => {})
   socket.on('connect', () => { socket.end(request) })
+  await new Promise((resolve) => socket.once('close', resolve))
 }

@@ -165,8 +165,9 @@ test('cancelRunningStatement cancels the statement the backend runs, from a conn
   const started = performance.now()
   const sleeping = db.query('SELECT pg_sleep(30)')
   await sleep(200)
-  cancelRunningStatement(db)
-  await assert.rejects(sleeping, (error: unknown) => error instanceof pg.DatabaseError && error.code === '57014')
+  const cancelled = assert.rejects(sleeping, (error: unknown) => error instanceof pg.DatabaseError && error.code === '57014')
+  await cancelRunningStatement(db)
+  await cancelled
   assert.ok(performance.now() - started < 10_000, `cancelled after ${Math.round(performance.now() - started)} ms`)
   assert.equal((await db.query('SELECT 1 AS one')).rows[0].one, 1, 'the connection is usable')
 })
