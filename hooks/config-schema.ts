@@ -216,8 +216,8 @@ export const ConfigurationSchema = Type.Object({
     exclusiveMaximum: WEBHOOK_TIMEOUT_SECONDS,
     expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 6 or 4.5)`,
     why: `a PostgresWriter call must answer before Metacontroller gives up on it (webhook timeout ${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`,
-    summary: 'seconds one PostgresWriter call may spend on the database in all',
-    details: `Waiting for a connection included; fractions are allowed (up to milliseconds). At the deadline the statement still running is cancelled in PostgreSQL, its transaction rolls back, and the call answers \`DatabaseUnavailable\` with a retry. It must stay below ${WEBHOOK_TIMEOUT_SECONDS}, the webhook timeout the generated controllers give Metacontroller: an answer that comes later is lost, and the call is made again.`
+    summary: 'seconds one PostgresWriter call may take from its arrival to its answer',
+    details: `Counted from the call's arrival: the time its body took to arrive and to be admitted, and waiting for a connection, included; fractions are allowed (up to milliseconds). At the deadline the statement still running is cancelled in PostgreSQL, its transaction rolls back, and the call answers \`DatabaseUnavailable\` with a retry. It must stay below ${WEBHOOK_TIMEOUT_SECONDS}, the webhook timeout the generated controllers give Metacontroller: an answer that comes later is lost, and the call is made again.`
   }),
   PG_PREPARED_STATEMENTS: flag({
     section: 'database',

@@ -26,6 +26,8 @@ export interface HookContext<R extends CustomResource, N extends Need = never> {
   io: Pick<Io, N>
   /** Counts a repair of what the controller keeps outside Kubernetes, found changed or missing (a metric). */
   driftRepaired: (drift: Drift) => void
+  /** When the call arrived (its headers), as `performance.now()`: a deadline counts from it, its body's arrival included. */
+  arrivedAt: number
 }
 
 export type HookName = 'sync' | 'finalize'
@@ -123,6 +125,6 @@ export function ioFor (controller: Controller, available: Partial<Io>): Partial<
  * The context of one hook call: the parent (`parent`, or a decorator's `object`) read for the controller's resource.
  * Outside the server (the render tool), repairs are counted nowhere.
  */
-export function hookContext (controller: Controller, object: KubernetesObject, now: string, io: Partial<Io>, driftRepaired: (drift: Drift) => void = () => {}): HookContext<any, any> {
-  return { now, parent: readParent(controller.resource, object, controller.type === 'composite' ? 'parent' : 'object'), io, driftRepaired }
+export function hookContext (controller: Controller, object: KubernetesObject, now: string, io: Partial<Io>, driftRepaired: (drift: Drift) => void = () => {}, arrivedAt = performance.now()): HookContext<any, any> {
+  return { now, parent: readParent(controller.resource, object, controller.type === 'composite' ? 'parent' : 'object'), io, driftRepaired, arrivedAt }
 }

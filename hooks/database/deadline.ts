@@ -11,20 +11,24 @@ import { mustDiscard } from './statements.js'
 /** The call reached PG_HOOK_DEADLINE: what it ran was cancelled, and its transaction rolled back. */
 export class DeadlineExceeded extends Error {
   constructor (readonly deadlineMs: number) {
-    super(`the call did not finish within PG_HOOK_DEADLINE (${deadlineMs / 1000} s), so what it ran in PostgreSQL was cancelled and rolled back`)
+    super(`the call did not finish within PG_HOOK_DEADLINE (${deadlineMs / 1000} s) of its arrival, so what it ran in PostgreSQL was cancelled and rolled back`)
     this.name = 'DeadlineExceeded'
   }
 }
 
 /**
- * Runs `work` on one pooled connection, within `io.deadlineMs` of now (waiting for a connection included). At the
+ * Runs `work` on one pooled connection, within `io.deadlineMs` of `arrivedAt` (a `performance.now()` time): the time
+ * the call's body took to arrive and waiting for a connection both count, so that the answer still reaches
+ * Metacontroller before its webhook timeout. A call already past its deadline runs nothing. At the
  * deadline, the statement running is cancelled in PostgreSQL (a client that only stopped waiting would leave it
  * running, holding its locks; a cancel that does not arrive leaves it to the pool's statement_timeout, which the
  * deadline bounds), the connection is discarded, which rolls back its transaction, and DeadlineExceeded
  * is thrown. A connection whose work failed is discarded too: its session may be in any state; so is one whose prepared
  * statements failed (database/statements.ts).
  */
-export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadlineMs'>, work: (db: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadlineMs'>, work: (db: pg.PoolClient) => Promise<T>, arrivedAt = performance.now()): Promise<T> {
+  const remainingMs = arrivedAt + io.deadlineMs - performance.now()
+  if (remainingMs <= 0) throw new DeadlineExceeded(io.deadlineMs)
   let db: pg.PoolClient | undefined
   let timer: NodeJS.Timeout | undefined
   let passed = false
@@ -36,7 +40,7 @@ export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadline
       // it did not: a lock it waited for may be released as soon as that answer is out.
       if (db === undefined) exceeded()
       else void cancelRunningStatement(db).then(exceeded)
-    }, io.deadlineMs)
+    }, remainingMs)
   })
   try {
     const connecting = io.pool.connect()

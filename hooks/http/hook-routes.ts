@@ -54,7 +54,8 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const summary: CallSummary = { parent }
     request.hookCall = summary
     const driftRepaired = (drift: Drift): void => { options.metrics.driftRepairs.inc({ controller: controller.name, drift }) }
-    const response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired))
+    const arrivedAt = performance.now() - reply.elapsedTime
+    const response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired, arrivedAt))
     summary.response = response
     if (request.etag !== null) reply.header('etag', request.etag)
     return response

@@ -20,16 +20,16 @@ export const postgresWriter: DecoratorController<typeof postgresWriterResource, 
   needs: ['postgres'],
   resyncPeriodSeconds: 300,
   hooks: {
-    sync: async (_request, { parent, now, io: { postgres }, driftRepaired }) => {
+    sync: async (_request, { parent, now, io: { postgres }, driftRepaired, arrivedAt }) => {
       const plan = planSync(parent, postgres.policy)
-      const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await storeFor(postgres).write(plan) }
+      const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await storeFor(postgres).write(plan, arrivedAt) }
       const drift = driftOf(outcome)
       if (drift !== undefined) driftRepaired(drift)
       return syncResponse(parent, outcome, postgres.policy, now)
     },
-    finalize: async (_request, { parent, now, io: { postgres } }) => {
+    finalize: async (_request, { parent, now, io: { postgres }, arrivedAt }) => {
       const plan = planFinalize(parent)
-      return finalizeResponse(parent, plan, await storeFor(postgres).delete(plan), postgres.policy, now)
+      return finalizeResponse(parent, plan, await storeFor(postgres).delete(plan, arrivedAt), postgres.policy, now)
     }
   }
 }

@@ -170,8 +170,8 @@ export class RowStore {
    * concurrent move) the row is placed: upserted, deleted from every other table recorded as holding it, and recorded
    * where it is now, in one transaction that holds the row's advisory lock.
    */
-  async write ({ row, table, previousTable, uid, releaseToken }: Extract<SyncPlan, { kind: 'write' }>): Promise<WriteResult> {
-    return await this.run(async (db) => {
+  async write ({ row, table, previousTable, uid, releaseToken }: Extract<SyncPlan, { kind: 'write' }>, arrivedAt: number): Promise<WriteResult> {
+    return await this.run(arrivedAt, async (db) => {
       let changed = ''
       for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
         const fit = await this.fitTable(db, table)
@@ -198,9 +198,9 @@ export class RowStore {
    * which a late finalize must not delete. An object that is not `deleting` is released: its tombstone gets a token.
    * With deletionPolicy Orphan, the row and its record stay, the object's still: a new object of that id takes it over.
    */
-  async delete (plan: FinalizePlan): Promise<FinalizeResult> {
+  async delete (plan: FinalizePlan, arrivedAt: number): Promise<FinalizeResult> {
     const { id, previousTable, policy } = plan
-    return await this.run(async (db) => {
+    return await this.run(arrivedAt, async (db) => {
       const ready = await this.hookTablesReady(db)
       // Without its tables the hook never wrote a row in this schema: there is nothing to delete.
       if (ready === 'none') return { kind: 'done', releaseToken: undefined, tables: [] }
@@ -226,12 +226,12 @@ export class RowStore {
   }
 
   /**
-   * Runs a hook call's work within its deadline; every failure becomes a result with a reason. When a prepared
-   * statement fails (a pooler that lost it, a table whose new shape its plan cannot take), the work runs once more
-   * with unnamed statements, and the connection is discarded at the end of the call. Each batch of statements is a
-   * transaction of its own, so a failed one leaves none open.
+   * Runs a hook call's work within its deadline, counted from its arrival; every failure becomes a result with a
+   * reason. When a prepared statement fails (a pooler that lost it, a table whose new shape its plan cannot take), the
+   * work runs once more with unnamed statements, and the connection is discarded at the end of the call. Each batch of
+   * statements is a transaction of its own, so a failed one leaves none open.
    */
-  private async run<Result extends WriteResult | FinalizeResult> (work: (db: pg.PoolClient) => Promise<Result | Failed>): Promise<Result | Failed> {
+  private async run<Result extends WriteResult | FinalizeResult> (arrivedAt: number, work: (db: pg.PoolClient) => Promise<Result | Failed>): Promise<Result | Failed> {
     try {
       return await withinDeadline(this.io, async (db) => {
         try {
@@ -241,7 +241,7 @@ export class RowStore {
           markBroken(db)
           return await work(db)
         }
-      })
+      }, arrivedAt)
     } catch (error) {
       return classifyFailure(error, this.io)
     }

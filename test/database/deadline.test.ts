@@ -58,3 +58,15 @@ test('work that fails discards its connection; work that succeeds returns it', a
   await withinDeadline(io, async (db) => await db.query('SELECT 1'))
   assert.equal(io.pool.idleCount, 1)
 })
+
+test('the deadline counts from the call\'s arrival: a call whose body took the deadline runs nothing, a later one gets what is left', async (t) => {
+  const io = { pool: pool(t, 1), deadlineMs: 5000 }
+  let ran = false
+  await assert.rejects(withinDeadline(io, async () => { ran = true }, performance.now() - io.deadlineMs), DeadlineExceeded)
+  assert.equal(ran, false, 'no work ran')
+  assert.equal(io.pool.totalCount, 0, 'no connection was taken')
+  const started = performance.now()
+  await assert.rejects(withinDeadline(io, async (db) => await db.query('SELECT pg_sleep(30)'), performance.now() - (io.deadlineMs - 300)), DeadlineExceeded)
+  const answeredMs = performance.now() - started
+  assert.ok(answeredMs < 2000, `cancelled after ${Math.round(answeredMs)} ms, of the 300 ms left; not the 5 s of a deadline counted from now`)
+})

@@ -4,6 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { outcomeOf, type Answer } from './hook-calls.js'
 import { pollHookBackends, startRig, STATEMENT_TIMEOUT_SECONDS } from './hook-server.js'
 import { rowsById } from '../helpers/postgres-writer-rows.js'
+import { slowBody } from '../helpers/slow-body.js'
 import { Writer } from './writers.js'
 
 /**
@@ -79,4 +80,30 @@ test(`six tables whose triggers each sleep ${TRIGGER_SLEEP_SECONDS} s: sync and 
   const rows = await rowsById(admin, schema)
   assert.deepEqual([rows.get(placed.id)?.map((r) => r.table), rows.get(finalized.id)], [['students'], undefined])
   t.diagnostic(`longest sync ${Math.round(slow[0]?.ms ?? 0)} ms, longest finalize ${Math.round(slow[1]?.ms ?? 0)} ms (deadline ${DEFAULT_DEADLINE_MS} ms); statements left running after the answers: ${leftRunning.length}`)
+})
+
+test('the deadline counts from the call\'s arrival: a body that takes 2 s of a 3 s deadline leaves 1 s for PostgreSQL', async (t) => {
+  const deadlineMs = 3000
+  const bodyMs = 2000
+  const { postgres, schema, server } = await startRig(t, { PG_HOOK_DEADLINE: String(deadlineMs / 1000), PG_STATEMENT_TIMEOUT: '30' })
+  const admin = await postgres.connect()
+  const writer = new Writer('slow-body', { table: 'students', name: 'ada', age: 36, country: 'england' })
+  assert.equal(outcomeOf(await writer.call(server)), 'Ready')
+  writer.edit({ ...writer.spec, age: 37 })
+  const content = Buffer.from(JSON.stringify(writer.request()))
+
+  // The row is locked throughout: the sync waits in PostgreSQL until its deadline.
+  await admin.query('BEGIN')
+  await admin.query(`SELECT 1 FROM "${schema}".students WHERE id = $1 FOR UPDATE`, [writer.id])
+  const answer = await slowBody({ port: server.port, path: '/postgres-writer/sync', length: content.length, content, burst: content.length - 1, intervalMs: bodyMs }).answered
+  await admin.query('COMMIT')
+
+  const body = JSON.parse(answer.text.slice(answer.text.indexOf('\r\n\r\n') + 4))
+  const ready = body.status.conditions[0]
+  t.diagnostic(`answered ${answer.status} ${ready.reason} ${Math.round(answer.ms)} ms after the headers, the body's last byte ${bodyMs} ms after them`)
+  assert.equal(answer.status, 200)
+  assert.equal(ready.reason, 'DatabaseUnavailable')
+  assert.match(ready.message, /PG_HOOK_DEADLINE \(3 s\) of its arrival/)
+  assert.ok(answer.ms < deadlineMs + SLACK_MS, `answered ${Math.round(answer.ms)} ms after it arrived: by its deadline, not ${deadlineMs} ms after its body`)
+  assert.deepEqual((await rowsById(admin, schema)).get(writer.id)?.map((row) => row.age), [36], 'the row is as it was')
 })

@@ -2,7 +2,8 @@ import net from 'node:net'
 
 /**
  * A client that sends a request body slowly, over a socket of its own: the headers, an optional burst, then one byte
- * every `intervalMs` (or nothing more, with no interval), until the server answers or closes the connection.
+ * every `intervalMs` (or nothing more, with no interval), until the server answers or closes the connection, or the
+ * whole `content` is sent.
  */
 
 export interface SlowBodyOptions {
@@ -15,6 +16,8 @@ export interface SlowBodyOptions {
   /** One more byte every `intervalMs` after the burst; undefined: the client stalls after the burst. */
   intervalMs?: number
   headers?: Record<string, string>
+  /** The body to send, whole in the end; by default a JSON string that never closes, as long as the client goes on. */
+  content?: Buffer
 }
 
 export interface SlowAnswer {
@@ -69,12 +72,18 @@ export function slowBody (options: SlowBodyOptions): SlowBody {
   let sent = 0
   let text = ''
   let timer: NodeJS.Timeout | undefined
-  const send = (bytes: number): void => {
+  const content = options.content
+  const send = (wanted: number): void => {
+    const bytes = content === undefined ? wanted : Math.min(wanted, content.length - sent)
     if (bytes === 0 || socket.destroyed) return
     if (chunked) socket.write(`${bytes.toString(16)}\r\n`)
-    socket.write(sent === 0 ? opening(bytes) : 'a'.repeat(bytes))
+    socket.write(content !== undefined ? content.subarray(sent, sent + bytes) : sent === 0 ? opening(bytes) : 'a'.repeat(bytes))
     if (chunked) socket.write('\r\n')
     sent += bytes
+    if (content !== undefined && sent === content.length) {
+      clearInterval(timer)
+      if (chunked) socket.write('0\r\n\r\n')
+    }
   }
   // The client sends nothing more once answered, and closes its side once the server has closed its own.
   const closed = new Promise<number>((resolve) => { socket.once('close', () => { resolve(performance.now() - started) }) })
