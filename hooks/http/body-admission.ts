@@ -4,15 +4,18 @@ import { HookError } from '../errors.js'
 /**
  * Memory for request bodies, and how long a body may hold it. No client can stall another this way:
  *
- * - A body is charged the bytes it has sent, as they arrive, never what its Content-Length announces: a client that
- *   trickles or stalls holds only the few bytes it sent, so the others' bodies still fit.
- * - A body has HOOKS_BODY_TIMEOUT to arrive whole; later it is answered 408, its connection closed, its bytes dropped.
- *   Time the server spent on other work, unable to read it (parsing a large body, say), is added back, up to another
- *   HOOKS_BODY_TIMEOUT: slow means the client was slow.
- * - The bodies held at once, arriving or not yet answered, take at most BODIES_HELD times HOOKS_BODY_LIMIT. When a
- *   newer body's bytes do not fit, bodies that started arriving before it give way, oldest first (408): clients that
- *   send most of a body and then stall cannot keep the memory from those that send theirs at once, and a body
- *   that arrives at network speed has long arrived before anything newer needs its room.
+ * - The bodies held at once, arriving or not yet answered, take at most BODIES_HELD times HOOKS_BODY_LIMIT. A body
+ *   with a Content-Length is read only once that much memory is set aside for it, so that bodies which arrive together
+ *   never each hold a part and wait for one another; a chunked body is charged its bytes as they arrive.
+ * - A body that does not fit waits, unread; the smallest waiting body goes first as memory frees, so that one large
+ *   body does not hold up the small ones behind it.
+ * - A body that has stalled (less than PROGRESS_BYTES over STALL_MS of the server's time) gives way, answered 408,
+ *   when a waiting body needs its memory: a client that announces a large body and trickles it, or sends part of it
+ *   and stops, cannot keep the memory from those that send theirs at once. A body that arrives at network speed
+ *   never gives way.
+ * - A body has HOOKS_BODY_TIMEOUT to arrive whole, from when it may be read; later it is answered 408, its connection
+ *   closed, its bytes dropped. Time the server spent on other work, unable to read it (parsing a large body, say), is
+ *   added back, up to another HOOKS_BODY_TIMEOUT: slow means the client was slow.
  * - Parsing waits for the body to have arrived, so no client's pace holds it; then at most HOOKS_BODY_LIMIT of bodies
  *   are parsed and answered at once, in arrival order (or one body alone), as parsing costs many times a body's bytes.
  * - Every wait for memory, to receive or to parse, lasts at most HOOKS_ADMISSION_TIMEOUT; then the call is answered
@@ -25,6 +28,14 @@ import { HookError } from '../errors.js'
  * requests (11 MB, a 2,000-pod parent), one per Metacontroller worker, to arrive together.
  */
 export const BODIES_HELD = 4
+
+/**
+ * A body that received less than PROGRESS_BYTES over STALL_MS, not counting time the server could not read it, has
+ * stalled. 16 KiB in 0.3 s is 53 KiB/s, a hundredth of what a body at HOOKS_BODY_LIMIT needs to arrive in
+ * HOOKS_BODY_TIMEOUT; and a call that waits for a stalled body's memory waits no more than that.
+ */
+export const STALL_MS = 300
+export const PROGRESS_BYTES = 16 * 1024
 
 /** What a 503 asks the client to wait before it retries, in seconds. */
 export const RETRY_AFTER_SECONDS = 1
@@ -63,11 +74,11 @@ export const CHECK_INTERVAL_MS = 100
 /** The memory shared by every body, and who waits for it. */
 export class BodyAdmission {
   readonly capacity: number
-  /** Bytes received of the bodies not yet answered. */
+  /** Bytes set aside for, or received of, the bodies not yet answered. */
   held = 0
-  /** Bodies still arriving, oldest first (a Set iterates in insertion order). */
+  /** Bodies still arriving, or waiting to start, oldest first (a Set iterates in insertion order). */
   readonly arriving = new Set<BodyClaim>()
-  /** Bodies whose next bytes did not fit, in the order they asked. */
+  /** Bodies that wait for room to start or to go on, in the order they asked. */
   readonly waitingForRoom: BodyClaim[] = []
   /** Bytes of the bodies being parsed and answered. */
   parsing = 0
@@ -98,6 +109,9 @@ export class BodyAdmission {
     const { admissionTimeoutMs } = this.bounds
     for (let first = this.waitingForRoom[0]; first !== undefined && first.waitingSince + admissionTimeoutMs <= now; first = this.waitingForRoom[0]) first.notAdmitted('receive')
     for (let first = this.waitingToParse[0]; first !== undefined && first.waitingSince + admissionTimeoutMs <= now; first = this.waitingToParse[0]) first.notAdmitted('parse')
+    // Bodies that were arriving when a waiting one asked may have stalled since.
+    const smallest = this.smallestWaiting()
+    if (smallest !== undefined && this.makeRoom(smallest, smallest.pending)) this.wake()
     if (this.arriving.size === 0 && this.waitingToParse.length === 0) {
       clearInterval(this.checker)
       this.checker = undefined
@@ -109,23 +123,26 @@ export class BodyAdmission {
     return new BodyClaim(this)
   }
 
-  /**
-   * Whether `bytes` more fit once the bodies that started arriving before `newcomer` gave way, oldest first. Those that
-   * wait for room are not let in meanwhile: they are older, and next in line to give way.
-   */
+  /** Whether `bytes` more fit once the bodies that stalled gave way, oldest first. */
   makeRoom (newcomer: BodyClaim, bytes: number): boolean {
-    for (const older of this.arriving) {
-      if (this.held + bytes <= this.capacity || older === newcomer) break
-      // One that holds nothing yet would free nothing.
-      if (older.bytes > 0) older.giveWay()
+    const now = performance.now()
+    for (const other of this.arriving) {
+      if (this.held + bytes <= this.capacity) break
+      if (other !== newcomer && other.stalled(now)) other.giveWay()
     }
     return this.held + bytes <= this.capacity
   }
 
-  /** Lets waiting bodies go on, in order, while they fit. */
+  private smallestWaiting (): BodyClaim | undefined {
+    let smallest: BodyClaim | undefined
+    for (const claim of this.waitingForRoom) if (smallest === undefined || claim.pending < smallest.pending) smallest = claim
+    return smallest
+  }
+
+  /** Lets waiting bodies go on, the smallest first, while they fit. */
   wake (): void {
-    for (let next = this.waitingForRoom[0]; next !== undefined && next.fitsNow(); next = this.waitingForRoom[0]) {
-      this.waitingForRoom.shift()
+    for (let next = this.smallestWaiting(); next?.fitsNow() === true; next = this.smallestWaiting()) {
+      this.waitingForRoom.splice(this.waitingForRoom.indexOf(next), 1)
       next.admitWaiting()
     }
     for (let next = this.waitingToParse[0]; next !== undefined && this.parseFits(next.bytes); next = this.waitingToParse[0]) {
@@ -145,11 +162,21 @@ type ClaimState = 'new' | 'arriving' | 'waiting for room' | 'arrived' | 'waiting
 /** One body's claim on memory: from its first byte to its answer. */
 export class BodyClaim {
   private state: ClaimState = 'new'
-  /** Bytes received and charged. */
+  /** Bytes received. */
   bytes = 0
-  /** Bytes received that wait for room before they are charged. */
-  private pending = 0
+  /** What the body holds of the memory: its Content-Length while it arrives, or the bytes received when more. */
+  private charged = 0
+  /** Memory the body waits for. */
+  pending = 0
+  /** Bytes received that wait for that memory. */
+  private pendingBytes = 0
+  /** Whether it waits to start: nothing read yet. */
+  private waitingToStart = false
   private startedAt = 0
+  /** When the body last received PROGRESS_BYTES, the admission's stalledMs then, and the bytes received since. */
+  private progressAt = 0
+  private stalledAtProgress = 0
+  private sinceProgress = 0
   /** The admission's stalledMs when the body started arriving. */
   private stalledBefore = 0
   /** When the body started waiting for room or to be parsed. */
@@ -159,15 +186,46 @@ export class BodyClaim {
 
   constructor (private readonly admission: BodyAdmission) {}
 
-  /** The body starts arriving: it has HOOKS_BODY_TIMEOUT to arrive whole. */
-  start (reader: BodyReader): void {
+  /**
+   * The body of `announced` bytes (its Content-Length; 0 for a chunked body) starts arriving, with HOOKS_BODY_TIMEOUT
+   * to arrive whole: true when its reader may read now; otherwise it waits for `resume` (or a refusal).
+   */
+  start (reader: BodyReader, announced: number): boolean {
     const { admission } = this
     this.reader = reader
     this.state = 'arriving'
-    this.startedAt = performance.now()
-    this.stalledBefore = admission.stalledMs
+    this.restartClock()
     admission.arriving.add(this)
     admission.watch()
+    if (admission.held + announced <= admission.capacity || admission.makeRoom(this, announced)) {
+      admission.held += announced
+      this.charged = announced
+      return true
+    }
+    this.waitingToStart = true
+    this.waitForRoom(announced, 0)
+    return false
+  }
+
+  private restartClock (): void {
+    this.startedAt = this.progressAt = performance.now()
+    this.stalledBefore = this.stalledAtProgress = this.admission.stalledMs
+    this.sinceProgress = 0
+  }
+
+  /** Arriving, and less than PROGRESS_BYTES over the last STALL_MS the server could read it. */
+  stalled (now: number): boolean {
+    if (this.state !== 'arriving' || this.charged === 0) return false
+    return now - this.progressAt - (this.admission.stalledMs - this.stalledAtProgress) >= STALL_MS
+  }
+
+  private received (bytes: number): void {
+    this.bytes += bytes
+    this.sinceProgress += bytes
+    if (this.sinceProgress < PROGRESS_BYTES) return
+    this.progressAt = performance.now()
+    this.stalledAtProgress = this.admission.stalledMs
+    this.sinceProgress = 0
   }
 
   /** Refused (408) once HOOKS_BODY_TIMEOUT has passed, plus the time the server could not read it, up to as much again. */
@@ -191,28 +249,28 @@ export class BodyClaim {
     wait?.reject(error)
   }
 
-  /** Charges `bytes` just received: true when they fit; otherwise the reader waits for `resume` (or a refusal). */
+  /** `bytes` just received: true when they fit; otherwise the reader waits for `resume` (or a refusal). */
   take (bytes: number): boolean {
     const { admission } = this
     // Released: its connection closed, and its reader is about to hear of it.
     if (this.state === 'released') return false
-    if (admission.held + bytes <= admission.capacity) {
-      admission.held += bytes
-      this.bytes += bytes
+    const more = Math.max(0, this.bytes + bytes - this.charged)
+    if (admission.held + more <= admission.capacity || admission.makeRoom(this, more)) {
+      admission.held += more
+      this.charged += more
+      this.received(bytes)
       return true
     }
-    if (admission.makeRoom(this, bytes)) {
-      admission.held += bytes
-      this.bytes += bytes
-      // What the older bodies gave back beyond these bytes.
-      admission.wake()
-      return true
-    }
-    this.pending = bytes
+    this.waitForRoom(more, bytes)
+    return false
+  }
+
+  private waitForRoom (memory: number, bytes: number): void {
+    this.pending = memory
+    this.pendingBytes = bytes
     this.state = 'waiting for room'
     this.waitingSince = performance.now()
-    admission.waitingForRoom.push(this)
-    return false
+    this.admission.waitingForRoom.push(this)
   }
 
   fitsNow (): boolean {
@@ -221,24 +279,33 @@ export class BodyClaim {
 
   admitWaiting (): void {
     this.admission.held += this.pending
-    this.bytes += this.pending
-    this.pending = 0
+    this.charged += this.pending
     this.state = 'arriving'
+    if (this.waitingToStart) this.restartClock()
+    else this.received(this.pendingBytes)
+    this.waitingToStart = false
+    this.pending = this.pendingBytes = 0
     this.reader?.resume()
   }
 
-  /** Newer bodies need the room: this one, still arriving, is answered 408. */
+  /** A waiting body needs the room, and this one has stalled: it is answered 408. */
   giveWay (): void {
     const arrivingFor = ((performance.now() - this.startedAt) / 1000).toFixed(1)
     this.free()
-    this.reader?.refuse(new HookError(408, `request body was still arriving after ${arrivingFor} s when newer calls needed the memory it held ` +
-      `(${BODIES_HELD} bodies of HOOKS_BODY_LIMIT at most): send the whole body at once, then retry`))
+    this.reader?.refuse(new HookError(408, `request body stalled (under ${PROGRESS_BYTES / 1024} KiB in ${STALL_MS / 1000} s) after ${arrivingFor} s ` +
+      `while other calls waited for the memory it held (${BODIES_HELD} bodies of HOOKS_BODY_LIMIT at most): send the whole body at once, then retry`))
   }
 
-  /** The whole body is in. */
+  /** The whole body is in: it holds its bytes from now on, no more. */
   arrived (): void {
-    this.admission.arriving.delete(this)
+    const { admission } = this
+    admission.arriving.delete(this)
     this.state = 'arrived'
+    if (this.charged > this.bytes) {
+      admission.held -= this.charged - this.bytes
+      this.charged = this.bytes
+      admission.wake()
+    }
   }
 
   /** Waits until the body may be parsed; 503 after HOOKS_ADMISSION_TIMEOUT, ClientGone if the connection closes first. */
@@ -275,7 +342,7 @@ export class BodyClaim {
   private free (): void {
     const { admission, state } = this
     this.state = 'released'
-    admission.held -= this.bytes
+    admission.held -= this.charged
     if (state === 'parsing') admission.parsing -= this.bytes
     if (state === 'arriving' || state === 'waiting for room') admission.arriving.delete(this)
     if (state === 'waiting for room') admission.waitingForRoom.splice(admission.waitingForRoom.indexOf(this), 1)

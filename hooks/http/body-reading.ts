@@ -31,8 +31,8 @@ export function isJson (contentType: string | undefined): boolean {
 }
 
 /**
- * Reads a body, refusing it (413) as soon as it passes the byte limit, charging `claim` for each chunk (and pausing
- * while the chunk waits for room), and feeding `digest` as the bytes arrive. `expectedLength` is the Content-Length,
+ * Reads a body once `claim` lets it start, refusing it (413) as soon as it passes the byte limit, charging `claim` for
+ * each chunk (and pausing while the chunk waits for room), and feeding `digest` as the bytes arrive. `expectedLength` is the Content-Length,
  * when the client sent one. Rejects with what the claim refuses (408, 503), or ClientGone.
  */
 export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: RequestDigest | undefined, claim: BodyClaim): Promise<ReceivedBody> {
@@ -75,19 +75,21 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
     // The connection failed or closed before the body's end: `error` (with listeners) then `close`, or `close` alone.
     const onGone = (): void => { stop(new ClientGone('while its body was arriving')) }
     if (stream.destroyed) return onGone()
-    claim.start({
+    const mayRead = claim.start({
       refuse: stop,
       resume: () => {
         if (waiting !== undefined) keep(waiting)
         waiting = undefined
         stream.resume()
       }
-    })
+    }, expectedLength ?? 0)
     stream.on('data', onData)
     stream.once('end', onEnd)
     stream.once('error', onGone)
     stream.once('close', onGone)
-    stream.resume()
+    // Unread until its Content-Length fits: a 'data' listener alone would start the flow.
+    if (mayRead) stream.resume()
+    else stream.pause()
   })
 }
 

@@ -2,15 +2,16 @@ import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { podSet } from '../../hooks/podset/index.js'
-import { BODIES_HELD, BodyAdmission, ClientGone, type BodyClaim } from '../../hooks/http/body-admission.js'
+import { BODIES_HELD, BodyAdmission, ClientGone, PROGRESS_BYTES, STALL_MS, type BodyClaim } from '../../hooks/http/body-admission.js'
 import type { CompositeController } from '../../hooks/controller.js'
 import { build } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 import { slowBody } from '../helpers/slow-body.js'
 
 /**
- * hooks/http/body-admission.ts: bodies charged the bytes they sent, the oldest arriving body giving way to newer ones,
- * parsing one body limit's worth at a time, and every wait bounded; then over real sockets, the answers that says so.
+ * hooks/http/body-admission.ts: memory set aside for a Content-Length before a body is read, chunked bodies charged
+ * the bytes they sent, stalled bodies giving way to waiting ones, parsing one body limit's worth at a time, and every
+ * wait bounded; then over real sockets, the answers that say so.
  */
 
 const LIMIT = 1000
@@ -21,22 +22,24 @@ class Reader {
   readonly claim: BodyClaim
   refusal: Error | undefined
   resumed = 0
+  /** Whether it could start reading at once. */
+  readonly started: boolean
 
-  constructor (admission: BodyAdmission) {
+  constructor (admission: BodyAdmission, announced: number) {
     this.claim = admission.claim()
-    this.claim.start({ refuse: (error) => { this.refusal = error }, resume: () => { this.resumed++ } })
+    this.started = this.claim.start({ refuse: (error) => { this.refusal = error }, resume: () => { this.resumed++ } }, announced)
   }
 }
 
 /** Memory for bodies with these bounds, and readers of bodies in it; every claim is released after the test. */
-function bodies (t: TestContext, bodyTimeoutMs = 60_000, admissionTimeoutMs = 60_000): { memory: BodyAdmission, reader: () => Reader } {
-  const memory = new BodyAdmission({ limit: LIMIT, bodyTimeoutMs, admissionTimeoutMs })
+function bodies (t: TestContext, bodyTimeoutMs = 60_000, admissionTimeoutMs = 60_000, limit = LIMIT): { memory: BodyAdmission, reader: (announced?: number) => Reader } {
+  const memory = new BodyAdmission({ limit, bodyTimeoutMs, admissionTimeoutMs })
   const readers: Reader[] = []
   t.after(() => { for (const reader of readers) reader.claim.release() })
-  return { memory, reader: () => { const reader = new Reader(memory); readers.push(reader); return reader } }
+  return { memory, reader: (announced = 0) => { const reader = new Reader(memory, announced); readers.push(reader); return reader } }
 }
 
-test('bodies are charged the bytes they sent, not what they announce, and give them back once answered', (t) => {
+test('chunked bodies are charged the bytes they sent, and give them back once answered', (t) => {
   const { memory, reader } = bodies(t)
   const trickling = Array.from({ length: 50 }, () => reader())
   for (const body of trickling) assert.equal(body.claim.take(1), true)
@@ -51,23 +54,49 @@ test('bodies are charged the bytes they sent, not what they announce, and give t
   assert.deepEqual([memory.arriving.size, memory.parsing], [0, 0])
 })
 
-test('when a body does not fit, those that started arriving before it give way, oldest first, and never a newer one', (t) => {
+test('a body is read once its Content-Length fits, and holds its bytes once it has arrived; the smallest waiting body goes first', (t) => {
   const { memory, reader } = bodies(t)
-  const stalled = Array.from({ length: BODIES_HELD }, () => reader())
-  for (const body of stalled) assert.equal(body.claim.take(LIMIT - 10), true)
-  const newcomer = reader()
-  assert.equal(newcomer.claim.take(500), true)
-  const refused = (): boolean[] => stalled.map((body) => /^request body was still arriving after [\d.]+ s when newer calls needed the memory it held/.test(body.refusal?.message ?? ''))
-  assert.deepEqual(refused(), [true, false, false, false])
-  assert.equal((stalled[0]?.refusal as { statusCode?: number }).statusCode, 408)
-  assert.equal(memory.held, (BODIES_HELD - 1) * (LIMIT - 10) + 500)
+  const first = reader(3000)
+  assert.equal(first.started, true)
+  assert.equal(memory.held, 3000, 'its length is set aside before a byte arrives')
+  assert.equal(first.claim.take(1000), true)
+  assert.equal(memory.held, 3000)
+  const large = reader(2000)
+  const small = reader(500)
+  assert.deepEqual([large.started, small.started], [false, true], 'the large one waits, unread; the small one fits beside')
+  const smaller = reader(600)
+  assert.equal(smaller.started, false)
+  assert.equal(first.claim.take(2000), true)
+  first.claim.arrived()
+  first.claim.release()
+  assert.deepEqual([large.resumed, smaller.resumed], [1, 1], 'both fit once the first is answered')
+  assert.equal(memory.held, 500 + 2000 + 600)
 
-  // A newer body again takes the room of the oldest, not of the newcomer, which started after it.
-  const newest = reader()
-  assert.equal(newest.claim.take(LIMIT), true)
-  assert.deepEqual(refused(), [true, true, false, false])
-  assert.equal(newcomer.refusal, undefined)
-  assert.equal(memory.held, (BODIES_HELD - 2) * (LIMIT - 10) + 500 + LIMIT)
+  const holder = reader(CAPACITY - 3100)
+  assert.equal(holder.started, true)
+  const big = reader(900)
+  const little = reader(100)
+  assert.deepEqual([big.started, little.started], [false, false])
+  small.claim.release()
+  assert.deepEqual([big.resumed, little.resumed], [0, 1], 'the 500 bytes freed take the smaller one, though it asked later')
+})
+
+test('a stalled body gives way (408) to a waiting one, after STALL_MS; a body that keeps arriving does not', async (t) => {
+  const { memory, reader } = bodies(t, 60_000, 60_000, 64 * 1024)
+  const stalled = reader(memory.capacity / 2)
+  const arriving = reader(memory.capacity / 2)
+  assert.equal(stalled.claim.take(100), true)
+  const keepArriving = setInterval(() => { arriving.claim.take(PROGRESS_BYTES) }, 50)
+  t.after(() => { clearInterval(keepArriving) })
+  const waiting = reader(1000)
+  assert.equal(waiting.started, false)
+  const refusal = (): Error | undefined => stalled.refusal
+  assert.equal(refusal(), undefined, 'not stalled yet')
+  await sleep(STALL_MS + 300)
+  assert.match(refusal()?.message ?? '', /^request body stalled \(under 16 KiB in 0.3 s\) after [\d.]+ s while other calls waited for the memory it held/)
+  assert.equal((refusal() as { statusCode?: number }).statusCode, 408)
+  assert.equal(arriving.refusal, undefined)
+  assert.equal(waiting.resumed, 1)
 })
 
 test('bodies that have arrived never give way: a newer body waits for their room, and goes on in turn once they are answered', (t) => {
