@@ -30,7 +30,7 @@ test('each target compares this server with its reference in the same case and c
   const podSet = 'PodSet 100 pods'
   const resync = 'PostgresWriter unchanged resync'
   const rows = [
-    row(podSet, 'ours', 1, 1000, 0.9, 90, 'fastify peer'),
+    row(podSet, 'ours', 1, 1000, 0.9, 95, 'fastify peer'),
     row(podSet, 'ours, ETag', 1, 12_000, 0.12, 80),
     row(podSet, 'fastify peer', 1, 900, 1.0, 100),
     row(podSet, 'node:http peer', 1, 1100, 0.95, 85),
@@ -39,7 +39,7 @@ test('each target compares this server with its reference in the same case and c
   ]
   const list = targets({ rows, resync: { rowWrites: 0, hookRequests: 5000, loopQueries: 100 }, wholeRunPeakRssMiB: { ours: 200, 'ours, ETag': 210, 'fastify peer': 400 }, memoryLimitMiB: 768 })
   assert.equal(verdictOf(list, 'Changed requests').verdict, 'met', '0.9 ms against fastify\'s 1.0')
-  assert.equal(verdictOf(list, 'Peak RSS <=').verdict, 'not met', '90 MiB against node:http\'s 85')
+  assert.equal(verdictOf(list, 'Peak RSS <=').verdict, 'met', '95 MiB against the larger peer\'s, fastify\'s 100 (node:http\'s 85)')
   assert.equal(verdictOf(list, 'Peak RSS under').verdict, 'met')
   assert.match(verdictOf(list, 'Peak RSS under').figure, /^this server 210 MiB/)
   assert.equal(verdictOf(list, 'Unchanged resync with its ETag: >= 10x').verdict, 'met', '12,000 req/s against the better peer\'s 1,100')
