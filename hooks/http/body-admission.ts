@@ -197,14 +197,22 @@ export class BodyClaim {
     this.restartClock()
     admission.arriving.add(this)
     admission.watch()
-    if (admission.held + announced <= admission.capacity || admission.makeRoom(this, announced)) {
-      admission.held += announced
-      this.charged = announced
-      return true
-    }
+    if (this.claimRoom(announced)) return true
     this.waitingToStart = true
     this.waitForRoom(announced, 0)
     return false
+  }
+
+  /** Charges `memory` more to the body if it fits, once stalled bodies gave way if need be. */
+  private claimRoom (memory: number): boolean {
+    const { admission } = this
+    const fitted = admission.held + memory <= admission.capacity
+    if (!fitted && !admission.makeRoom(this, memory)) return false
+    admission.held += memory
+    this.charged += memory
+    // What the stalled bodies gave back beyond this memory goes to the bodies waiting.
+    if (!fitted) admission.wake()
+    return true
   }
 
   private restartClock (): void {
@@ -251,13 +259,10 @@ export class BodyClaim {
 
   /** `bytes` just received: true when they fit; otherwise the reader waits for `resume` (or a refusal). */
   take (bytes: number): boolean {
-    const { admission } = this
     // Released: its connection closed, and its reader is about to hear of it.
     if (this.state === 'released') return false
     const more = Math.max(0, this.bytes + bytes - this.charged)
-    if (admission.held + more <= admission.capacity || admission.makeRoom(this, more)) {
-      admission.held += more
-      this.charged += more
+    if (this.claimRoom(more)) {
       this.received(bytes)
       return true
     }
