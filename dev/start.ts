@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { connectionFromUrl } from '../hooks/database/connection.js'
-import { serve, SET_A_DATABASE, StartupError, type OwnDatabase } from '../hooks/serve.js'
+import { serve, SET_A_DATABASE, StartupError, type OwnDatabase } from '../hooks/runtime/serve.js'
 import { developmentDataDir, EmbeddedPostgresError, startEmbeddedPostgres } from './embedded-postgres.js'
 
 /**

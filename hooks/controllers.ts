@@ -1,5 +1,5 @@
 import { bookStore } from './bookstore/index.js'
-import type { Controller } from './controller.js'
+import type { Controller } from './framework/controller.js'
 import { postgresWriter } from './postgres-writer/index.js'
 import { podSet } from './podset/index.js'
 import { pulsarConsumer } from './pulsar-consumer/index.js'

@@ -1,4 +1,4 @@
-import { serve } from './serve.js'
+import { serve } from './runtime/serve.js'
 
 /**
  * The production entry point, the one the image runs: it uses the database it is configured with, and without one

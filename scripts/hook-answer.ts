@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
-import { app, serverOptions } from '../hooks/app.js'
-import { loadConfig } from '../hooks/config.js'
-import type { Controller } from '../hooks/controller.js'
+import { app, serverOptions } from '../hooks/runtime/app.js'
+import { loadConfig } from '../hooks/runtime/config.js'
+import type { Controller } from '../hooks/framework/controller.js'
 
 /**
  * The answer of a controller's sync hook to a request, through the server's own routes (request checks, the

@@ -1,9 +1,9 @@
 import type { TSchema } from '@sinclair/typebox'
 import { stringify } from 'yaml'
-import { hookNames, type Controller, type HookName } from '../hooks/controller.js'
-import { WEBHOOK_TIMEOUT_SECONDS } from '../hooks/wire/webhook.js'
-import { celString, type ApplyRule, type CustomResource } from '../hooks/custom-resource.js'
-import { answersFromRequestAlone } from '../hooks/etag.js'
+import { hookNames, type Controller, type HookName } from '../hooks/framework/controller.js'
+import { WEBHOOK_TIMEOUT_SECONDS } from '../hooks/framework/wire/webhook.js'
+import { celString, type ApplyRule, type CustomResource } from '../hooks/framework/custom-resource.js'
+import { answersFromRequestAlone } from '../hooks/http/etag.js'
 
 /**
  * Generated manifests: each controller's CRD (from the same TypeBox schemas that validate the hooks) and its
@@ -55,7 +55,7 @@ function pick (source: JsonSchema, keys: string[]): JsonSchema {
 /**
  * The resource's name rule as CEL at the schema's root, the one place a rule sees `self.metadata.name` (a `fieldPath`
  * cannot point there: the API server reports the rule on the object): it then refuses at apply time a name the hook
- * would refuse (hooks/parent.ts), for the same reason.
+ * would refuse (hooks/framework/parent.ts), for the same reason.
  */
 export function nameValidations (resource: CustomResource): ApplyRule[] {
   const { name, kind } = resource
@@ -107,7 +107,7 @@ export function customResourceDefinition (resource: CustomResource): JsonSchema 
 }
 
 /**
- * Metacontroller's ETag cache for the hooks whose answer is a function of the request (hooks/etag.ts); none for
+ * Metacontroller's ETag cache for the hooks whose answer is a function of the request (hooks/http/etag.ts); none for
  * PostgresWriter, whose periodic resync must reach the database to repair a row changed behind its back.
  *
  * The composites have no resyncPeriodSeconds: an unchanged parent is called again at each relist (Metacontroller's

@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from 'node:util'
-import type { ChildResource, Controller } from '../hooks/controller.js'
-import { groupKey } from '../hooks/wire/objects.js'
-import type { CompositeResponse, KubernetesObject, ObjectMap } from '../hooks/wire/schemas.js'
-import { goJson, LAST_APPLIED_ANNOTATION as LAST_APPLIED, listMapKey, MERGE_KEYS, SYSTEM_METADATA } from '../hooks/wire/last-applied.js'
+import type { ChildResource, Controller } from '../hooks/framework/controller.js'
+import { groupKey } from '../hooks/framework/wire/objects.js'
+import type { CompositeResponse, KubernetesObject, ObjectMap } from '../hooks/framework/wire/schemas.js'
+import { goJson, LAST_APPLIED_ANNOTATION as LAST_APPLIED, listMapKey, MERGE_KEYS, SYSTEM_METADATA } from '../hooks/framework/wire/last-applied.js'
 
 /**
  * What Metacontroller v4.17.2 does with a CompositeController's sync answer, with its default apply strategy

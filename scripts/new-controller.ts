@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { controllers } from '../hooks/controllers.js'
-import { englishPlural } from '../hooks/custom-resource.js'
+import { englishPlural } from '../hooks/framework/custom-resource.js'
 
 /**
  * npm run new-controller -- <name>
@@ -38,7 +38,7 @@ const taken = controllers.find((controller) => controller.name === name || (cont
 if (taken !== undefined) fail(`${taken.name} is registered already, with the resource ${taken.resource.plural}.${taken.resource.group}: choose another name`)
 
 const resourceTs = `import { Type, type Static } from '@sinclair/typebox'
-import { customResource } from '../custom-resource.js'
+import { customResource } from '../framework/index.js'
 
 export const ${kind}SpecSchema = Type.Object({
   message: Type.String({ minLength: 1, default: 'hello', description: 'What the ConfigMap holds.' })
@@ -67,10 +67,7 @@ export type ${kind}Status = Static<typeof ${camel}Resource.statusSchema>
 `
 
 const syncTs = `import type { ConfigMap } from 'kubernetes-types/core/v1.js'
-import type { HookContext } from '../controller.js'
-import { parentStatus, type Readiness } from '../parent.js'
-import { observedByName, recommendedLabels } from '../wire/objects.js'
-import type { CompositeRequest, CompositeResponse } from '../wire/schemas.js'
+import { observedByName, parentStatus, recommendedLabels, type CompositeRequest, type CompositeResponse, type HookContext, type Readiness } from '../framework/index.js'
 import type { ${camel}Resource, ${kind}Status } from './resource.js'
 
 /** The pure core of ${kind}: one ConfigMap that holds the spec's message, and Ready once it does. */
@@ -96,7 +93,7 @@ export function sync${kind} (request: CompositeRequest, { parent, now }: HookCon
 }
 `
 
-const indexTs = `import type { CompositeController } from '../controller.js'
+const indexTs = `import type { CompositeController } from '../framework/index.js'
 import { ${camel}Resource } from './resource.js'
 import { sync${kind} } from './sync.js'
 

@@ -1,9 +1,9 @@
 import { readFile } from 'node:fs/promises'
 import { text } from 'node:stream/consumers'
 import { parseAllDocuments } from 'yaml'
-import type { Controller } from '../hooks/controller.js'
-import { groupKey, objectKey } from '../hooks/wire/objects.js'
-import type { KubernetesObject, ObjectMap } from '../hooks/wire/schemas.js'
+import type { Controller } from '../hooks/framework/controller.js'
+import { groupKey, objectKey } from '../hooks/framework/wire/objects.js'
+import type { KubernetesObject, ObjectMap } from '../hooks/framework/wire/schemas.js'
 
 /** Objects from files, as `render` and `new-fixture` take them: a custom resource, and observed children. */
 

@@ -1,6 +1,6 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import type { CompositeRequest, KubernetesObject } from '../hooks/wire/schemas.js'
+import type { CompositeRequest, KubernetesObject } from '../hooks/framework/wire/schemas.js'
 import { appliedChild } from '../test/helpers/api-server/apply.js'
 import { sortedKeys } from '../test/helpers/api-server/encoding.js'
 import { LAST_APPLIED } from '../test/helpers/api-server/metacontroller.js'

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { controllers } from '../hooks/controllers.js'
-import { CompositeResponseSchema, DecoratorResponseSchema } from '../hooks/wire/schemas.js'
+import { CompositeResponseSchema, DecoratorResponseSchema } from '../hooks/framework/wire/schemas.js'
 import { build, emptyDatabase, NOW } from './helpers/app.js'
 
 /**

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, normalize } from 'node:path'
 import { test } from 'node:test'
 
-/** The server's modules import one another without a cycle, type-only imports included. */
+/** The server's modules import one another without a cycle, and only downwards through its layers. */
 
 const hooks = join(import.meta.dirname, '..', 'hooks')
 
@@ -12,8 +12,27 @@ function importsOf (file: string): string[] {
   return [...text.matchAll(/^(?:import|export)\s[^'"]*?from\s+'(\.[^']+)\.js'/gm)].map((match) => normalize(join(dirname(file), `${match[1] as string}.ts`)))
 }
 
+/** Every module of hooks/ and what it imports of hooks/, type-only imports included. */
+const graph = new Map(readdirSync(hooks, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts')).map((file) => [file, importsOf(file)]))
+
+/** The folders of the layers below the controllers; any other folder of hooks/ is a controller. */
+const SHARED = ['runtime', 'http', 'framework', 'database']
+
+/** A module's layer, from the top: the entry, the runtime, the registry, HTTP, the controllers, the framework, the database. */
+function layerOf (file: string): { rank: number, name: string } {
+  if (file === 'server.ts') return { rank: 0, name: 'the entry' }
+  if (file === 'controllers.ts') return { rank: 2, name: 'the registry' }
+  const folder = file.split('/')[0] as string
+  const rank = { runtime: 1, http: 3, framework: 5, database: 6 }[folder] ?? 4
+  return { rank, name: SHARED.includes(folder) ? `${folder}/` : 'a controller' }
+}
+
+const controllerOf = (file: string): string | undefined => {
+  const folder = file.split('/')[0] as string
+  return file.includes('/') && !SHARED.includes(folder) ? folder : undefined
+}
+
 test('no module of hooks/ imports itself through others', () => {
-  const graph = new Map(readdirSync(hooks, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.ts')).map((file) => [file, importsOf(file)]))
   const cycles: string[] = []
   const done = new Set<string>()
   const visit = (file: string, path: string[]): void => {
@@ -27,4 +46,36 @@ test('no module of hooks/ imports itself through others', () => {
   }
   for (const file of graph.keys()) visit(file, [])
   assert.deepEqual(cycles, [])
+})
+
+test('every import of hooks/ points down the layers, or stays in its own', () => {
+  const upwards = [...graph].flatMap(([file, imports]) => imports
+    .filter((target) => layerOf(target).rank < layerOf(file).rank)
+    .map((target) => `${file} (${layerOf(file).name}) imports ${target} (${layerOf(target).name})`))
+  assert.deepEqual(upwards, [])
+})
+
+test('a controller imports its own modules, the framework through its one entry, and the I/O it declares', () => {
+  const astray = [...graph].flatMap(([file, imports]) => {
+    const controller = controllerOf(file)
+    if (controller === undefined) return []
+    return imports
+      .filter((target) => !(controllerOf(target) === controller || target === join('framework', 'index.ts') || target.startsWith('database/')))
+      .map((target) => `${file} imports ${target}`)
+  })
+  assert.deepEqual(astray, [])
+})
+
+test('a controller\'s pure core imports no configuration, metrics or I/O module', () => {
+  const cores = [...graph.keys()].filter((file) => controllerOf(file) !== undefined && file.endsWith('/sync.ts'))
+  assert.ok(cores.length >= 4, `found the cores ${cores.join(', ')}`)
+  const impure = cores.flatMap((file) => {
+    const text = readFileSync(join(hooks, file), 'utf8')
+    const packages = [...text.matchAll(/^import\s[^'"]*?from\s+'([^.'][^']*)'/gm)].map((match) => match[1] as string)
+    return [
+      ...(graph.get(file) ?? []).filter((target) => controllerOf(target) === undefined && target !== join('framework', 'index.ts')),
+      ...packages.filter((name) => name.startsWith('node:') || name === 'pg' || name === 'prom-client' || name === 'fastify')
+    ].map((target) => `${file} imports ${target}`)
+  })
+  assert.deepEqual(impure, [])
 })

@@ -1,5 +1,5 @@
 import type { PersistentVolumeClaim } from 'kubernetes-types/core/v1.js'
-import type { KubernetesObject } from '../wire/schemas.js'
+import type { KubernetesObject } from '../framework/index.js'
 import { compareQuantities, parseQuantity, type Quantity } from './quantity.js'
 
 /**

@@ -1,10 +1,7 @@
 import type { Deployment, StatefulSet } from 'kubernetes-types/apps/v1.js'
 import type { Container, PersistentVolumeClaim, Service } from 'kubernetes-types/core/v1.js'
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js'
-import type { ParentMetadata } from '../parent.js'
-import { HookError } from '../errors.js'
-import { MAX_OBSERVED_DEPTH, nestsDeeperThan, recommendedLabels } from '../wire/objects.js'
-import type { KubernetesObject } from '../wire/schemas.js'
+import { HookError, MAX_OBSERVED_DEPTH, nestsDeeperThan, recommendedLabels, type KubernetesObject, type ParentMetadata } from '../framework/index.js'
 import { CLAIM_TEMPLATE_NAME, type ClaimPlan, type VolumePlan } from './claims.js'
 import type { BookStoreSpec } from './resource.js'
 

@@ -1,4 +1,4 @@
-import type { CompositeController } from '../controller.js'
+import type { CompositeController } from '../framework/index.js'
 import { bookStoreResource } from './resource.js'
 import { syncBookStore } from './sync.js'
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { applyRules, celString, customResource, VISIBLE_ASCII, type ApplyRule } from '../custom-resource.js'
+import { applyRules, celString, customResource, VISIBLE_ASCII, type ApplyRule } from '../framework/index.js'
 import { MAX_BYTES, QUANTITY_SYNTAX } from './quantity.js'
 
 /** Every BookStore's StatefulSet is `<name>-mongodb`: its Pods' controller-revision-hash label must stay within 63 characters. */

@@ -1,7 +1,5 @@
 import type { Deployment, StatefulSet } from 'kubernetes-types/apps/v1.js'
-import { parentStatus, type ParentOf, type Readiness } from '../parent.js'
-import type { ConditionInput } from '../wire/conditions.js'
-import type { KubernetesObject } from '../wire/schemas.js'
+import { parentStatus, type ConditionInput, type KubernetesObject, type ParentOf, type Readiness } from '../framework/index.js'
 import type { KeptSize, VolumePlan } from './claims.js'
 import type { ChildNames } from './desired-children.js'
 import type { bookStoreResource, BookStoreSpec, BookStoreStatus } from './resource.js'

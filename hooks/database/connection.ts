@@ -1,5 +1,4 @@
 import type { ClientConfig } from 'pg'
-import { ConfigError, type Settings } from '../config-schema.js'
 
 export interface Connection {
   /** What pg gets; empty when pg reads libpq's PG* variables itself. */
@@ -16,14 +15,37 @@ export interface Connection {
 /** libpq's other connection-string form, `host=db port=5432 password=…`: a first word followed by `=`. */
 const KEY_VALUE = /^\s*[a-z_]+\s*=/
 
+/** The settings a connection is read from, as the configuration schema reads them from the environment. */
+export interface ConnectionSettings {
+  DATABASE_URL?: string | undefined
+  PSQL_HOST?: string | undefined
+  PSQL_PORT?: number | undefined
+  PSQL_DBNAME?: string | undefined
+  PSQL_USER?: string | undefined
+  PSQL_PASSWORD?: string | undefined
+  PGHOST?: string | undefined
+  PGPORT?: string | undefined
+  PGDATABASE?: string | undefined
+  PGUSER?: string | undefined
+  PGPASSWORD?: string | undefined
+}
+
 /** What pg takes from libpq's variables for what a URL leaves out. */
-type LibpqSettings = Pick<Settings, 'PGHOST' | 'PGPORT' | 'PGDATABASE' | 'PGUSER' | 'PGPASSWORD'>
+type LibpqSettings = Pick<ConnectionSettings, 'PGHOST' | 'PGPORT' | 'PGDATABASE' | 'PGUSER' | 'PGPASSWORD'>
+
+/** A connection setting that cannot be used; the configuration reports it with the other problems. */
+export class ConnectionSettingError extends Error {
+  constructor (message: string) {
+    super(message)
+    this.name = 'ConnectionSettingError'
+  }
+}
 
 /**
  * The database settings, first match wins: DATABASE_URL; the original operator's PSQL_* variables; libpq's PG*
  * variables. Undefined when none is set.
  */
-export function connectionFromSettings (settings: Settings): Connection | undefined {
+export function connectionFromSettings (settings: ConnectionSettings): Connection | undefined {
   // pg falls back to PGPASSWORD whenever the settings it is given hold no password.
   const fallbackPassword = settings.PGPASSWORD
   if (settings.DATABASE_URL !== undefined) return connectionFromUrl(settings.DATABASE_URL, 'DATABASE_URL', settings)
@@ -55,16 +77,16 @@ export function connectionFromSettings (settings: Settings): Connection | undefi
  */
 export function connectionFromUrl (url: string, source: string, libpq: LibpqSettings = process.env as LibpqSettings): Connection {
   if (KEY_VALUE.test(url)) {
-    throw new ConfigError([`${source}: a key/value connection string (host=… password=…) is not supported; write it as a URL, postgres://user:password@host:5432/database, or set the PG* variables`])
+    throw new ConnectionSettingError(`${source}: a key/value connection string (host=… password=…) is not supported; write it as a URL, postgres://user:password@host:5432/database, or set the PG* variables`)
   }
   let parsed: URL
   try {
     parsed = new URL(url)
   } catch {
-    throw new ConfigError([`${source}: not a URL; expected postgres://user:password@host:5432/database`])
+    throw new ConnectionSettingError(`${source}: not a URL; expected postgres://user:password@host:5432/database`)
   }
   if (!['postgres:', 'postgresql:'].includes(parsed.protocol)) {
-    throw new ConfigError([`${source}: scheme ${parsed.protocol} is not postgres: or postgresql:`])
+    throw new ConnectionSettingError(`${source}: scheme ${parsed.protocol} is not postgres: or postgresql:`)
   }
   const query = parsed.searchParams
   const description = describe({

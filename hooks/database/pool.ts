@@ -1,7 +1,26 @@
 import pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
-import type { DatabaseConfig, PostgresPolicy } from '../config.js'
 import type { Connection } from './connection.js'
+
+export interface PostgresPolicy {
+  schema: string
+  autoCreateTables: boolean
+  /** Tables custom resources may write; undefined means any valid name. */
+  tableAllowlist: ReadonlySet<string> | undefined
+}
+
+export interface DatabaseConfig {
+  /** Where the database is, from DATABASE_URL, PSQL_* or PG*; undefined when none of them is set. */
+  connection: Connection | undefined
+  poolMax: number
+  connectTimeoutMs: number
+  statementTimeoutMs: number
+  /** What one hook call may spend on PostgreSQL in all, from its start to its answer. */
+  hookDeadlineMs: number
+  /** Send PostgresWriter's statements as named prepared statements (see database/statements.ts). */
+  preparedStatements: boolean
+  policy: PostgresPolicy
+}
 
 /** PostgreSQL as the controllers that declare `needs: ['postgres']` get it. */
 export interface PostgresIo {

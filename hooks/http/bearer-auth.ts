@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { BearerTokens, type BearerTokenSource } from '../bearer-token.js'
-import { HookError } from '../errors.js'
+import { BearerTokens, type BearerTokenSource } from './bearer-token.js'
+import { HookError } from '../framework/errors.js'
 
 /**
  * The `onRequest` hook of every hook route when HOOKS_BEARER_TOKEN or HOOKS_BEARER_TOKEN_FILE is set: a call without one

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { HookError } from '../errors.js'
+import { HookError } from '../framework/errors.js'
 
 /**
  * Memory for request bodies, and how long a body may hold it. No client can stall another this way:

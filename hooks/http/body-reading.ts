@@ -1,8 +1,8 @@
 import type { Readable } from 'node:stream'
 import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
-import { HookError } from '../errors.js'
-import type { RequestDigest } from '../etag.js'
-import { bodyTooLarge, parseBody, type BodyLimits, type ReceivedBody } from '../request-body.js'
+import { HookError } from '../framework/errors.js'
+import type { RequestDigest } from './etag.js'
+import { bodyTooLarge, parseBody, type BodyLimits, type ReceivedBody } from './request-body.js'
 import { ClientGone, prepareRefusal, type BodyAdmission, type BodyClaim } from './body-admission.js'
 
 /**

@@ -1,9 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { HookName } from '../controller.js'
-import type { Metrics, Outcome } from '../metrics.js'
-import { observedConditions } from '../wire/conditions.js'
-import { objectKey } from '../wire/objects.js'
-import type { CompositeResponse, Condition, DecoratorResponse, KubernetesObject } from '../wire/schemas.js'
+import type { HookName } from '../framework/controller.js'
+import type { Metrics, Outcome } from './metrics.js'
+import { observedConditions } from '../framework/wire/conditions.js'
+import { objectKey } from '../framework/wire/objects.js'
+import type { CompositeResponse, Condition, DecoratorResponse, KubernetesObject } from '../framework/wire/schemas.js'
 import type { ClientGone } from './body-admission.js'
 
 /** One log line and one metric observation per hook call, whatever its answer, and for a client that went away. */

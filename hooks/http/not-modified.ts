@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { noneMatchHolds } from '../etag.js'
+import { noneMatchHolds } from './etag.js'
 
 /**
  * The `preParsing` hook of the hooks that carry ETags, after the body was read and digested: a request whose

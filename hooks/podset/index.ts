@@ -1,4 +1,4 @@
-import type { CompositeController } from '../controller.js'
+import type { CompositeController } from '../framework/index.js'
 import { podSetResource } from './resource.js'
 import { syncPodSet } from './sync.js'
 

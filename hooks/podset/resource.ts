@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { customResource, VISIBLE_ASCII } from '../custom-resource.js'
+import { customResource, VISIBLE_ASCII } from '../framework/index.js'
 
 export const DEFAULT_REPLICAS = 1
 export const DEFAULT_IMAGE = 'busybox'

@@ -1,8 +1,5 @@
 import type { Pod } from 'kubernetes-types/core/v1.js'
-import type { HookContext } from '../controller.js'
-import { parentStatus, type Readiness } from '../parent.js'
-import { observedByName, recommendedLabels } from '../wire/objects.js'
-import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../wire/schemas.js'
+import { observedByName, parentStatus, recommendedLabels, type CompositeRequest, type CompositeResponse, type HookContext, type KubernetesObject, type Readiness } from '../framework/index.js'
 import type { podSetResource, PodSetSpec, PodSetStatus } from './resource.js'
 
 /** The pure core of PodSet: the desired pods of a parent and the status they give it. */

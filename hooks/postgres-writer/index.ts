@@ -1,4 +1,4 @@
-import type { DecoratorController } from '../controller.js'
+import type { DecoratorController } from '../framework/index.js'
 import type { PostgresIo } from '../database/pool.js'
 import { postgresWriterResource } from './resource.js'
 import { RowStore } from './rows.js'

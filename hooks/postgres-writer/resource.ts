@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { applyRules, customResource } from '../custom-resource.js'
-import { SQL_IDENTIFIER_PATTERN } from '../database/sql-identifier.js'
+import { applyRules, customResource } from '../framework/index.js'
+import { SQL_IDENTIFIER_PATTERN } from './sql-identifier.js'
 
 export const TABLE_NAME_PATTERN = SQL_IDENTIFIER_PATTERN
 

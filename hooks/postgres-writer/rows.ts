@@ -4,7 +4,7 @@ import { runBatch, type StatementResult, type Value } from '../database/pg-inter
 import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
 import type { PostgresIo } from '../database/pool.js'
 import { markBroken, mustDiscard, preparedStatementFailed, remembered, statement } from '../database/statements.js'
-import { isSqlIdentifier } from '../database/sql-identifier.js'
+import { isSqlIdentifier } from './sql-identifier.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
 import { RETRY_REFUSED_SECONDS, RETRY_UNAVAILABLE_SECONDS, type Failed, type FinalizePlan, type FinalizeResult, type Row, type SyncPlan, type WriteResult } from './sync.js'
 import {

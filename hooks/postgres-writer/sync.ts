@@ -1,9 +1,5 @@
-import type { PostgresPolicy } from '../config.js'
-import { isSqlIdentifier } from '../database/sql-identifier.js'
-import { HookError, unprocessableSpec } from '../errors.js'
-import { parentStatus, type ParentMetadata, type ParentOf, type Readiness } from '../parent.js'
-import type { DecoratorResponse } from '../wire/schemas.js'
-import type { Drift } from '../metrics.js'
+import { isSqlIdentifier } from './sql-identifier.js'
+import { HookError, parentStatus, unprocessableSpec, type DecoratorResponse, type Drift, type ParentMetadata, type ParentOf, type Readiness } from '../framework/index.js'
 import { DELETION_POLICIES, postgresWriterResource, type DeletionPolicy, type PostgresWriterStatus } from './resource.js'
 
 /**
@@ -16,6 +12,13 @@ export interface Row {
   name: string
   age: number
   country: string
+}
+
+/** What the core reads of the tables' configuration: where rows go (PG_SCHEMA), and which tables may hold them (PG_TABLE_ALLOWLIST). */
+export interface TableRules {
+  schema: string
+  /** Undefined: any valid name. */
+  tableAllowlist: ReadonlySet<string> | undefined
 }
 
 export type Refusal = { reason: 'InvalidTableName' | 'TableNotAllowed', message: string }
@@ -80,7 +83,7 @@ export function rowId (parent: Pick<ParentMetadata, 'namespace' | 'name'>): stri
   return `${parent.namespace ?? ''}/${parent.name}`
 }
 
-function tableRefusal (table: string, policy: PostgresPolicy): Refusal | undefined {
+function tableRefusal (table: string, policy: TableRules): Refusal | undefined {
   if (!isSqlIdentifier(table)) {
     return { reason: 'InvalidTableName', message: `spec.table ${JSON.stringify(table)} is not a lowercase SQL identifier (^[a-z_][a-z0-9_]{0,62}$); nothing was written` }
   }
@@ -96,7 +99,7 @@ function unstorableText (value: string): string | undefined {
   return undefined
 }
 
-export function planSync (parent: PostgresWriter, policy: PostgresPolicy): SyncPlan {
+export function planSync (parent: PostgresWriter, policy: TableRules): SyncPlan {
   const { id, uid } = rowOwner(parent)
   // A table SQL must never see is refused in the status before the rest of the spec is looked at.
   const raw = parent.object.spec
@@ -161,7 +164,7 @@ export function driftOf (outcome: SyncOutcome): Drift | undefined {
   return { nothing: undefined, updated: 'changed' as const, inserted: 'missing' as const }[outcome.result.wrote]
 }
 
-function driftRepair (drift: Drift, plan: Extract<SyncPlan, { kind: 'write' }>, policy: PostgresPolicy, now: string): DriftRepair {
+function driftRepair (drift: Drift, plan: Extract<SyncPlan, { kind: 'write' }>, policy: TableRules, now: string): DriftRepair {
   const row = `row ${JSON.stringify(plan.row.id)}`
   const table = qualified(policy.schema, plan.table)
   return drift === 'changed'
@@ -169,7 +172,7 @@ function driftRepair (drift: Drift, plan: Extract<SyncPlan, { kind: 'write' }>, 
     : { time: now, reason: 'RowMissing', message: `${row} was missing from ${table}, where the hook wrote it for this generation; written again` }
 }
 
-export function syncResponse (parent: PostgresWriter, outcome: SyncOutcome, policy: PostgresPolicy, now: string): DecoratorResponse {
+export function syncResponse (parent: PostgresWriter, outcome: SyncOutcome, policy: TableRules, now: string): DecoratorResponse {
   let table = parent.status.table
   let readiness: Readiness
   let resyncAfterSeconds: number | undefined
@@ -202,7 +205,7 @@ function statusFields (table: string | undefined, id: string, releaseToken: stri
 }
 
 /** The answer of a finalize: what the database did with the planned finalize. */
-export function finalizeResponse (parent: PostgresWriter, plan: FinalizePlan, result: FinalizeResult, policy: PostgresPolicy, now: string): DecoratorResponse {
+export function finalizeResponse (parent: PostgresWriter, plan: FinalizePlan, result: FinalizeResult, policy: TableRules, now: string): DecoratorResponse {
   const id = rowId(parent)
   const { table } = parent.status
   let readiness: Readiness
@@ -226,7 +229,7 @@ export function finalizeResponse (parent: PostgresWriter, plan: FinalizePlan, re
 }
 
 /** What became of the row, for the Ready condition of a finalize that committed. */
-function finalized (id: string, plan: FinalizePlan, tables: readonly string[], policy: PostgresPolicy): Readiness {
+function finalized (id: string, plan: FinalizePlan, tables: readonly string[], policy: TableRules): Readiness {
   if (plan.policy === 'Delete') {
     const released = plan.deleting ? '' : ': this PostgresWriter no longer matches the selector of its DecoratorController; its row is written again once it matches'
     return { ready: false, reason: 'RowDeleted', message: `row ${JSON.stringify(id)} deleted from every table of schema ${policy.schema}${released}` }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { Deployment } from 'kubernetes-types/apps/v1.js'
 import type { ObjectMeta } from 'kubernetes-types/meta/v1.js'
-import type { ParentMetadata } from '../parent.js'
+import type { ParentMetadata } from '../framework/index.js'
 import type { PulsarConsumerSpec } from './resource.js'
 
 export type ConsumerDeployment = Deployment & {

@@ -1,4 +1,4 @@
-import type { CompositeController } from '../controller.js'
+import type { CompositeController } from '../framework/index.js'
 import { pulsarConsumerResource } from './resource.js'
 import { syncPulsarConsumer } from './sync.js'
 

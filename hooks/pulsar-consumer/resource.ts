@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { customResource, VISIBLE_ASCII } from '../custom-resource.js'
+import { customResource, VISIBLE_ASCII } from '../framework/index.js'
 
 export const PULSAR_SERVICE_URL_PATTERN = `^pulsar(\\+ssl)?://${VISIBLE_ASCII}+$`
 const DEFAULT_CONSUMER_IMAGE = 'krvarma/pulsarconsumer:latest'

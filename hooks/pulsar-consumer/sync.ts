@@ -1,8 +1,5 @@
 import type { Deployment } from 'kubernetes-types/apps/v1.js'
-import type { HookContext } from '../controller.js'
-import { parentStatus, type ParentMetadata, type Readiness } from '../parent.js'
-import { observedByName } from '../wire/objects.js'
-import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../wire/schemas.js'
+import { observedByName, parentStatus, type CompositeRequest, type CompositeResponse, type HookContext, type KubernetesObject, type ParentMetadata, type Readiness } from '../framework/index.js'
 import { consumerDeployment, type ConsumerDeployment } from './consumer-deployment.js'
 import { pulsarConsumerResource, type PulsarConsumerStatus } from './resource.js'
 

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import { bookStore } from '../../hooks/bookstore/index.js'
-import { kubernetesTime } from '../../hooks/wire/conditions.js'
+import { kubernetesTime } from '../../hooks/framework/wire/conditions.js'
 import { build, NOW, postText } from '../helpers/app.js'
 import { appliedChildren, withSortedKeys } from '../helpers/api-server/apply.js'
 import { fixture } from '../helpers/fixtures.js'

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError, loadConfig, type Environment } from '../../hooks/config.js'
+import { ConfigError, loadConfig, type Environment } from '../../hooks/runtime/config.js'
 import type { Connection } from '../../hooks/database/connection.js'
 
 /** The connection the server would use with this environment. */

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { stringify } from 'yaml'
-import { hookNames, type Controller } from '../../hooks/controller.js'
+import { hookNames, type Controller } from '../../hooks/framework/controller.js'
 import { webhookEtag } from '../../scripts/manifests.js'
 
 /**

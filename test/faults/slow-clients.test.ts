@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { loadConfig } from '../../hooks/config.js'
+import { loadConfig } from '../../hooks/runtime/config.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { deployment } from '../helpers/deployment.js'
 import { fixture } from '../helpers/fixtures.js'

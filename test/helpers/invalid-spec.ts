@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
-import { LAST_APPLIED_ANNOTATION } from '../../hooks/wire/last-applied.js'
+import { LAST_APPLIED_ANNOTATION } from '../../hooks/framework/wire/last-applied.js'
 
-/** What a hook answers for a parent whose spec it cannot interpret (hooks/invalid-spec.ts), as the tests check it. */
+/** What a hook answers for a parent whose spec it cannot interpret (hooks/framework/invalid-spec.ts), as the tests check it. */
 
 type Json = Record<string, any>
 

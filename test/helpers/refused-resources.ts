@@ -5,7 +5,7 @@ import { parse } from 'yaml'
 /**
  * Custom resources that the hooks cannot act on, each as a person would apply it: the API server must refuse every
  * one at `kubectl apply` (the generated CRDs' OpenAPI and CEL rules; test/e2e), and the hook refuses each as well
- * (its second line of defence; test/parent.test.ts). Each starts from the controller's original sample.
+ * (its second line of defence; test/framework/parent.test.ts). Each starts from the controller's original sample.
  */
 
 type Json = Record<string, any>

@@ -7,7 +7,7 @@ import { Value } from '@sinclair/typebox/value'
 import { parse } from 'yaml'
 import { podSet } from '../../hooks/podset/index.js'
 import { podSetResource } from '../../hooks/podset/resource.js'
-import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../../hooks/wire/schemas.js'
+import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../../hooks/framework/wire/schemas.js'
 import { build, type TestApp } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
@@ -53,7 +53,7 @@ function readyOf (response: CompositeResponse): Record<string, unknown> | undefi
 
 test('every fixture has a golden answer', async (t) => {
   const app = await podSetApp(t)
-  // The invalid-spec fixture has its golden answer in test/invalid-spec.test.ts.
+  // The invalid-spec fixture has its golden answer in test/framework/invalid-spec.test.ts.
   const requests = readdirSync(join(import.meta.dirname, '..', 'fixtures', 'podset')).filter((f) => f.endsWith('.json') && !f.endsWith('.expected.json') && f !== 'invalid-spec.json')
   assert.deepEqual(requests.map((f) => f.replace(/\.json$/, '')).sort(), [...CASES].sort())
   for (const name of CASES) {

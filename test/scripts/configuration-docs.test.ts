@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { variables } from '../../hooks/config-schema.js'
-import { loadConfig } from '../../hooks/config.js'
+import { variables } from '../../hooks/runtime/config-schema.js'
+import { loadConfig } from '../../hooks/runtime/config.js'
 import { configurationPage, environmentExample, README_TABLE_START, withReadmeTable } from '../../scripts/configuration-docs.js'
 
 const root = join(import.meta.dirname, '..', '..')

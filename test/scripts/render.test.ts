@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import { parse, stringify } from 'yaml'
 import { controllers } from '../../hooks/controllers.js'
-import { answersFromRequestAlone } from '../../hooks/etag.js'
+import { answersFromRequestAlone } from '../../hooks/http/etag.js'
 import { fixture } from '../helpers/fixtures.js'
 
 const root = join(import.meta.dirname, '..', '..')

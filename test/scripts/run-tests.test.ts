@@ -10,7 +10,7 @@ const root = join(import.meta.dirname, '..', '..')
 /** Runs `npm test`'s runner with no database configured and TMPDIR set, as a process of its own. */
 function runTests (tmp: string): { status: number | null, output: string } {
   const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !['DATABASE_URL', 'NODE_TEST_CONTEXT'].includes(name)))
-  const run = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/run-tests.ts', 'test/config.test.ts'], {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', 'scripts/run-tests.ts', 'test/runtime/config.test.ts'], {
     cwd: root, env: { ...env, TMPDIR: tmp }, encoding: 'utf8', timeout: 60_000
   })
   return { status: run.status, output: run.stdout + run.stderr }

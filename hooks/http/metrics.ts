@@ -9,12 +9,6 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
  */
 export type Outcome = 'ok' | 'not_ready' | 'finalized' | 'pending' | 'not_modified' | 'rejected' | 'overloaded' | 'aborted' | 'error'
 
-/**
- * What a sync found when it repaired what its controller keeps outside Kubernetes (PostgresWriter's row): `changed`
- * or `missing` since the controller last wrote it.
- */
-export type Drift = 'changed' | 'missing'
-
 export interface Metrics {
   registry: Registry
   hookDuration: Histogram<'controller' | 'hook' | 'outcome'>

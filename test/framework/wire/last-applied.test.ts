@@ -2,9 +2,9 @@ import assert from 'node:assert/strict'
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { goJson, LAST_APPLIED_ANNOTATION, unchangingAnswer, type Stamp } from '../../hooks/wire/last-applied.js'
-import type { KubernetesObject } from '../../hooks/wire/schemas.js'
-import { fixture } from '../helpers/fixtures.js'
+import { goJson, LAST_APPLIED_ANNOTATION, unchangingAnswer, type Stamp } from '../../../hooks/framework/wire/last-applied.js'
+import type { KubernetesObject } from '../../../hooks/framework/wire/schemas.js'
+import { fixture } from '../../helpers/fixtures.js'
 
 type Json = Record<string, any>
 
@@ -16,7 +16,7 @@ test('goJson writes what Go\'s encoding/json writes', () => {
 })
 
 test('every child a real Metacontroller v4.17.2 sent can be answered as it is: its annotation reads back byte for byte', () => {
-  const corpus = join(import.meta.dirname, '..', 'fixtures', 'conformance', 'metacontroller-v4.17.2')
+  const corpus = join(import.meta.dirname, '..', '..', 'fixtures', 'conformance', 'metacontroller-v4.17.2')
   let children = 0
   for (const controller of readdirSync(corpus)) {
     for (const file of readdirSync(join(corpus, controller))) {

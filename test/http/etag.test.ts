@@ -2,18 +2,18 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import pg from 'pg'
-import { hookNames } from '../hooks/controller.js'
-import { controllers } from '../hooks/controllers.js'
-import { answersFromRequestAlone, noneMatchHolds, requestDigest } from '../hooks/etag.js'
-import { bookStore } from '../hooks/bookstore/index.js'
-import { podSet } from '../hooks/podset/index.js'
-import { build, postText } from './helpers/app.js'
-import { testDatabaseUrl } from './helpers/database-url.js'
-import { fixture, requestFixtures } from './helpers/fixtures.js'
-import { startServer, type ServerProcess } from './helpers/server-process.js'
+import { hookNames } from '../../hooks/framework/controller.js'
+import { controllers } from '../../hooks/controllers.js'
+import { answersFromRequestAlone, noneMatchHolds, requestDigest } from '../../hooks/http/etag.js'
+import { bookStore } from '../../hooks/bookstore/index.js'
+import { podSet } from '../../hooks/podset/index.js'
+import { build, postText } from '../helpers/app.js'
+import { testDatabaseUrl } from '../helpers/database-url.js'
+import { fixture, requestFixtures } from '../helpers/fixtures.js'
+import { startServer, type ServerProcess } from '../helpers/server-process.js'
 
 /**
- * Webhook ETags (hooks/etag.ts), over real HTTP with a client that does what Metacontroller v4's
+ * Webhook ETags (hooks/http/etag.ts), over real HTTP with a client that does what Metacontroller v4's
  * pkg/hooks/webhook_etag.go does, and the claim they rest on: a composite's answer is a function of its request.
  */
 

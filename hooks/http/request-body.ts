@@ -1,5 +1,5 @@
 import { isAscii } from 'node:buffer'
-import { HookError } from './errors.js'
+import { HookError } from '../framework/errors.js'
 
 /**
  * How a hook request's body is parsed, once received (http/body-reading.ts): within HOOKS_BODY_LIMIT, with at most

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Type } from '@sinclair/typebox'
-import { controllers } from '../hooks/controllers.js'
-import { customResource, englishPlural } from '../hooks/custom-resource.js'
-import { customResourceDefinition, metacontrollerManifest } from '../scripts/manifests.js'
+import { controllers } from '../../hooks/controllers.js'
+import { customResource, englishPlural } from '../../hooks/framework/custom-resource.js'
+import { customResourceDefinition, metacontrollerManifest } from '../../scripts/manifests.js'
 
 const definition = { group: 'example.com', version: 'v1alpha1', spec: Type.Object({}), status: {}, printerColumns: [] }
 

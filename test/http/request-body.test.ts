@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { hookNames } from '../hooks/controller.js'
-import { controllers } from '../hooks/controllers.js'
-import { bodyLimits, BYTES_PER_VALUE, countValues, MAX_DEPTH, parseBody, textNestsDeeperThan, withoutManagedFields } from '../hooks/request-body.js'
-import { nestsDeeperThan } from '../hooks/wire/objects.js'
-import { build, postText } from './helpers/app.js'
-import { fixtureNames, fixture } from './helpers/fixtures.js'
-import { podSetRequest } from './podset/requests.js'
+import { hookNames } from '../../hooks/framework/controller.js'
+import { controllers } from '../../hooks/controllers.js'
+import { bodyLimits, BYTES_PER_VALUE, countValues, MAX_DEPTH, parseBody, textNestsDeeperThan, withoutManagedFields } from '../../hooks/http/request-body.js'
+import { nestsDeeperThan } from '../../hooks/framework/wire/objects.js'
+import { build, postText } from '../helpers/app.js'
+import { fixtureNames, fixture } from '../helpers/fixtures.js'
+import { podSetRequest } from '../podset/requests.js'
 
 /**
- * The request path of hooks/request-body.ts: prototype keys refused after a plain JSON.parse; the value count that
+ * The request path of hooks/http/request-body.ts: prototype keys refused after a plain JSON.parse; the value count that
  * bounds a parse; managedFields left out of it.
  */
 

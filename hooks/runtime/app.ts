@@ -4,13 +4,13 @@ import { LogController, type FastifyBaseLogger, type FastifyError, type FastifyI
 import type { TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Config } from './config.js'
-import { hookNames, type Controller, type Io } from './controller.js'
-import { HookError } from './errors.js'
-import { hookRoutes } from './http/hook-routes.js'
+import { hookNames, type Controller, type Io } from '../framework/controller.js'
+import { HookError } from '../framework/errors.js'
+import { hookRoutes } from '../http/hook-routes.js'
 import { LogLines } from './log-lines.js'
 import { createProbes, probeRoutes, type Probes } from './probes.js'
-import { problems } from './spec.js'
-import type { ErrorResponse } from './wire/schemas.js'
+import { problems } from '../framework/spec.js'
+import type { ErrorResponse } from '../framework/wire/schemas.js'
 
 export interface AppOptions {
   config: Config

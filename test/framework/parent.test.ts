@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type pg from 'pg'
-import { hookNames, type Controller } from '../hooks/controller.js'
-import { controllers } from '../hooks/controllers.js'
-import { build, postText } from './helpers/app.js'
-import { fixture, forHook, requestFixtures } from './helpers/fixtures.js'
-import { edgeResources, refusedResources, resourceJson } from './helpers/refused-resources.js'
+import { hookNames, type Controller } from '../../hooks/framework/controller.js'
+import { controllers } from '../../hooks/controllers.js'
+import { build, postText } from '../helpers/app.js'
+import { fixture, forHook, requestFixtures } from '../helpers/fixtures.js'
+import { edgeResources, refusedResources, resourceJson } from '../helpers/refused-resources.js'
 
 type Json = Record<string, any>
 

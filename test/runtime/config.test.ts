@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { ConfigError, loadConfig } from '../hooks/config.js'
+import { ConfigError, loadConfig } from '../../hooks/runtime/config.js'
 
 test('defaults', () => {
   const config = loadConfig({})

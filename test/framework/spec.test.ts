@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { Type } from '@sinclair/typebox'
-import { HookError } from '../hooks/errors.js'
-import { specParser } from '../hooks/spec.js'
+import { HookError } from '../../hooks/framework/errors.js'
+import { specParser } from '../../hooks/framework/spec.js'
 
 const parse = specParser(Type.Object({
   size: Type.Union([Type.Integer(), Type.String()], { default: '1Gi' }),

@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify'
 import type { Config } from './config.js'
-import type { Io } from './controller.js'
-import { ping, type PostgresIo } from './database/pool.js'
-import { createMetrics, type Metrics } from './metrics.js'
+import type { Io } from '../framework/controller.js'
+import { ping, type PostgresIo } from '../database/pool.js'
+import { createMetrics, type Metrics } from '../http/metrics.js'
 
 /**
  * Health, readiness and metrics: served on the hook port and on the plain-HTTP probe port (HOOKS_PROBE_PORT), which the

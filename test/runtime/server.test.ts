@@ -5,10 +5,10 @@ import { createServer, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { freePort } from '../dev/free-port.js'
-import { testDatabaseUrl } from './helpers/database-url.js'
-import { fixturePath } from './helpers/fixtures.js'
-import { spawnServer, startServer, withoutDatabase } from './helpers/server-process.js'
+import { freePort } from '../../dev/free-port.js'
+import { testDatabaseUrl } from '../helpers/database-url.js'
+import { fixturePath } from '../helpers/fixtures.js'
+import { spawnServer, startServer, withoutDatabase } from '../helpers/server-process.js'
 
 test('SIGTERM: in-flight hooks complete, then the process exits 0', async (t) => {
   const schema = `test_${randomBytes(6).toString('hex')}`

@@ -1,7 +1,7 @@
 import { Kind, Type, type Static, type TBoolean, type TInteger, type TSchema, type TString } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
-import { SQL_IDENTIFIER_PATTERN } from './database/sql-identifier.js'
-import { WEBHOOK_TIMEOUT_SECONDS } from './wire/webhook.js'
+import { SQL_IDENTIFIER_PATTERN } from '../postgres-writer/sql-identifier.js'
+import { WEBHOOK_TIMEOUT_SECONDS } from '../framework/wire/webhook.js'
 
 /**
  * The configuration: every environment variable the server reads, as one TypeBox schema of the values it accepts.

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type pg from 'pg'
-import { hookNames } from '../../hooks/controller.js'
-import { controllers } from '../../hooks/controllers.js'
-import { CompositeResponseSchema, DecoratorResponseSchema, ErrorResponseSchema } from '../../hooks/wire/schemas.js'
-import { build } from '../helpers/app.js'
-import { fixture, requestFixtures } from '../helpers/fixtures.js'
+import { hookNames } from '../../../hooks/framework/controller.js'
+import { controllers } from '../../../hooks/controllers.js'
+import { CompositeResponseSchema, DecoratorResponseSchema, ErrorResponseSchema } from '../../../hooks/framework/wire/schemas.js'
+import { build } from '../../helpers/app.js'
+import { fixture, requestFixtures } from '../../helpers/fixtures.js'
 
 const compositeResponse = TypeCompiler.Compile(CompositeResponseSchema)
 const decoratorResponse = TypeCompiler.Compile(DecoratorResponseSchema)

@@ -1,8 +1,7 @@
 import type { CustomResource } from './custom-resource.js'
-import type { PostgresIo } from './database/pool.js'
+import type { PostgresIo } from '../database/pool.js'
 import { InvalidSpecError } from './errors.js'
 import { compositeInvalidSpecAnswer, decoratorInvalidSpecAnswer } from './invalid-spec.js'
-import type { Drift } from './metrics.js'
 import { readParent, type ParentOf } from './parent.js'
 import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse, KubernetesObject } from './wire/schemas.js'
 
@@ -16,6 +15,12 @@ export interface Io {
   postgres: PostgresIo
 }
 export type Need = keyof Io
+
+/**
+ * What a sync found when it repaired what its controller keeps outside Kubernetes (PostgresWriter's row): `changed`
+ * or `missing` since the controller last wrote it.
+ */
+export type Drift = 'changed' | 'missing'
 
 /** What a hook gets besides its request. */
 export interface HookContext<R extends CustomResource, N extends Need = never> {

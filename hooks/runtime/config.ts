@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs'
-import { parseTokens, type BearerTokenSource } from './bearer-token.js'
+import { parseTokens, type BearerTokenSource } from '../http/bearer-token.js'
 import { ConfigError, readSettings, type Environment, type Settings } from './config-schema.js'
-import { connectionFromSettings, type Connection } from './database/connection.js'
+import { connectionFromSettings, ConnectionSettingError, type Connection } from '../database/connection.js'
+import type { DatabaseConfig } from '../database/pool.js'
 
 /**
- * The configuration the server runs with, read once at start-up from the environment as hooks/config-schema.ts
+ * The configuration the server runs with, read once at start-up from the environment as hooks/runtime/config-schema.ts
  * defines it. Every problem is collected and reported together, naming the variable and what it accepts.
  */
 
@@ -14,26 +15,6 @@ export interface TlsConfig {
   certFile: string
   keyFile: string
   clientCaFile: string | undefined
-}
-
-export interface PostgresPolicy {
-  schema: Settings['PG_SCHEMA']
-  autoCreateTables: Settings['PG_AUTO_CREATE_TABLES']
-  /** Tables custom resources may write; undefined means any valid name. */
-  tableAllowlist: ReadonlySet<string> | undefined
-}
-
-export interface DatabaseConfig {
-  /** Where the database is, from DATABASE_URL, PSQL_* or PG*; undefined when none of them is set. */
-  connection: Connection | undefined
-  poolMax: Settings['PG_POOL_MAX']
-  connectTimeoutMs: number
-  statementTimeoutMs: number
-  /** What one hook call may spend on PostgreSQL in all, from its start to its answer. */
-  hookDeadlineMs: number
-  /** Send PostgresWriter's statements as named prepared statements (see database/statements.ts). */
-  preparedStatements: Settings['PG_PREPARED_STATEMENTS']
-  policy: PostgresPolicy
 }
 
 export interface Config {
@@ -65,8 +46,8 @@ export function loadConfig (env: Environment = process.env): Config {
   try {
     connection = connectionFromSettings(settings)
   } catch (error) {
-    if (!(error instanceof ConfigError)) throw error
-    problems.push(...error.problems)
+    if (!(error instanceof ConnectionSettingError)) throw error
+    problems.push(error.message)
   }
   if (problems.length > 0) throw new ConfigError(problems)
 

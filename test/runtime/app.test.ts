@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
-import { hookNames } from '../hooks/controller.js'
-import { controllers } from '../hooks/controllers.js'
-import { podSet } from '../hooks/podset/index.js'
-import { ErrorResponseSchema } from '../hooks/wire/schemas.js'
-import { build, postText } from './helpers/app.js'
-import { fixture, requestFixtures } from './helpers/fixtures.js'
+import { hookNames } from '../../hooks/framework/controller.js'
+import { controllers } from '../../hooks/controllers.js'
+import { podSet } from '../../hooks/podset/index.js'
+import { ErrorResponseSchema } from '../../hooks/framework/wire/schemas.js'
+import { build, postText } from '../helpers/app.js'
+import { fixture, requestFixtures } from '../helpers/fixtures.js'
 
 const UNREACHABLE = 'postgres://nobody:secret@127.0.0.1:1/none'
 const errorResponse = TypeCompiler.Compile(ErrorResponseSchema)

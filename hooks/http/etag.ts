@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import xxhash from 'xxhash-wasm'
-import type { Controller, HookName } from './controller.js'
+import type { Controller, HookName } from '../framework/controller.js'
 
 /**
  * Webhook ETags, as Metacontroller v4 uses them (`etag` on a hook; pkg/hooks/webhook_etag.go): it keeps, per hook and
@@ -27,14 +27,14 @@ export function answersFromRequestAlone (controller: Controller): boolean {
 let build: string | undefined
 
 /**
- * The build that answers: a digest of the server's code (the folder this module was loaded from, hooks/ or dist/),
+ * The build that answers: a digest of the server's code (the folder above this module's, hooks/ or dist/),
  * of the locked dependencies and of the Node.js version. A restart of the same build gives the same ETags, so
  * Metacontroller's cache survives it; another build gives others, so no answer of an older build is ever reused.
  */
 export function buildIdentity (): string {
   if (build !== undefined) return build
   const digest = createHash('sha256').update(`node ${process.version}\n`)
-  const code = import.meta.dirname
+  const code = join(import.meta.dirname, '..')
   const files = (readdirSync(code, { recursive: true, withFileTypes: true }))
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name))
