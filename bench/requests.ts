@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { podSetRequest } from '../test/podset/requests.js'
+import { podSetRequest } from '../dev/api-server/podset-requests.js'
 
 /** The hook requests the benchmark sends: the test fixtures, compact as Metacontroller's Go encoder writes them. */
 

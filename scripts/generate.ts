@@ -1,8 +1,8 @@
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { controllers } from '../hooks/controllers.js'
-import { configurationPage, environmentExample, README_TABLE_START, withReadmeTable } from './configuration-docs.js'
-import { generatedManifests } from './manifests.js'
+import { configurationPage, environmentExample, README_TABLE_START, withReadmeTable } from '../dev/configuration-docs.js'
+import { generatedManifests } from '../dev/manifests.js'
 
 /**
  * `npm run generate`: every generated file, from the schemas in hooks/: the CRDs and Metacontroller controllers under

@@ -5,13 +5,12 @@ import { isDeepStrictEqual, parseArgs } from 'node:util'
 import { controllers } from '../hooks/controllers.js'
 import { kubernetesTime } from '../hooks/framework/wire/conditions.js'
 import type { CompositeRequest, KubernetesObject, ObjectMap } from '../hooks/framework/wire/schemas.js'
-import { customResource } from '../test/helpers/api-server/custom-resource.js'
-import { addSeconds, hashNumber, uidFor } from '../test/helpers/api-server/encoding.js'
-import { afterSync, syncRequest } from '../test/helpers/api-server/metacontroller.js'
-import { NOW } from '../test/helpers/app.js'
+import { customResource } from '../dev/api-server/custom-resource.js'
+import { addSeconds, hashNumber, uidFor } from '../dev/api-server/encoding.js'
+import { afterSync, syncRequest } from '../dev/api-server/metacontroller.js'
 import { goJson } from '../hooks/framework/wire/last-applied.js'
-import { syncAnswer } from './hook-answer.js'
-import { observedChildren, readObjects } from './observed-children.js'
+import { NOW, syncAnswer } from '../dev/hook-answer.js'
+import { observedChildren, readObjects } from '../dev/observed-children.js'
 
 /**
  * npm run new-fixture -- <controller> <case> [--resource <custom-resource.yaml>] [--after <case> | --observed <children.yaml>]

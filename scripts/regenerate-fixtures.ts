@@ -1,13 +1,13 @@
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import type { CompositeRequest, KubernetesObject } from '../hooks/framework/wire/schemas.js'
-import { appliedChild } from '../test/helpers/api-server/apply.js'
-import { sortedKeys } from '../test/helpers/api-server/encoding.js'
-import { LAST_APPLIED } from '../test/helpers/api-server/metacontroller.js'
+import { appliedChild } from '../dev/api-server/apply.js'
+import { sortedKeys } from '../dev/api-server/encoding.js'
+import { LAST_APPLIED } from '../dev/api-server/metacontroller.js'
 
 /**
  * `npm run fixtures`: rewrites every observed child in test/fixtures/<controller>/*.json with the API-server
- * simulation (test/helpers/api-server), from what the child itself records: the desired object Metacontroller
+ * simulation (dev/api-server), from what the child itself records: the desired object Metacontroller
  * applied (its last-applied annotation, minus the controller-uid label), its uid, resourceVersion, times, ready
  * counts, phase and deletion. Run it after changing the simulation, review the diff, and check that `npm test`
  * passes without UPDATE_GOLDEN: a hook must not answer differently to what it does not read.

@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util'
 import { stringify } from 'yaml'
 import { controllers } from '../hooks/controllers.js'
-import { syncAnswer } from './hook-answer.js'
-import { planSync, type ChildChange, type FieldChange, type Plan } from './metacontroller-apply.js'
-import { metacontrollerManifest } from './manifests.js'
-import { observedChildren, readObjects } from './observed-children.js'
+import { syncAnswer } from '../dev/hook-answer.js'
+import { planSync, type ChildChange, type FieldChange, type Plan } from '../dev/metacontroller-apply.js'
+import { metacontrollerManifest } from '../dev/manifests.js'
+import { observedChildren, readObjects } from '../dev/observed-children.js'
 
 /**
  * npm run -s render -- <cr.yaml> [--observed <children.yaml>] [--diff]

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { join } from 'node:path'
-import { startPostgres } from '../test/helpers/postgres-process.js'
+import { startPostgres } from '../dev/postgres-process.js'
 
 /**
  * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e,

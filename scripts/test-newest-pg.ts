@@ -2,7 +2,7 @@ import { spawn, execFileSync } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
-import { startPostgres } from '../test/helpers/postgres-process.js'
+import { startPostgres } from '../dev/postgres-process.js'
 
 /**
  * Tests the contract of hooks/database/pg-internals.ts (what this server takes from pg beyond its documentation)

@@ -4,8 +4,8 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { parse, parseAllDocuments } from 'yaml'
 import { controllers } from '../hooks/controllers.js'
-import { HOOK_SERVICE } from '../scripts/manifests.js'
-import { deployment as hookDeployment } from './helpers/deployment.js'
+import { HOOK_SERVICE } from '../dev/manifests.js'
+import { deployment as hookDeployment } from '../dev/deployment.js'
 
 const root = join(import.meta.dirname, '..', 'manifests')
 const load = async (path: string): Promise<any> => parse(await readFile(join(root, path), 'utf8'))

@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { freePort } from '../dev/free-port.js'
 import { emptyDatabase } from './helpers/app.js'
-import { startServer } from './helpers/server-process.js'
+import { startServer } from '../dev/server-process.js'
 
 /**
  * The README's "A first answer", as a reader uses it: its shell block, taken from README.md (so that this test follows

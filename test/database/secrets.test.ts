@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import { fixture } from '../helpers/fixtures.js'
-import { startPostgres } from '../helpers/postgres-process.js'
-import { spawnServer, startServer, type ServerProcess } from '../helpers/server-process.js'
+import { startPostgres } from '../../dev/postgres-process.js'
+import { spawnServer, startServer, type ServerProcess } from '../../dev/server-process.js'
 
 /**
  * The database password never reaches a log line, an answer or a metric, whatever form the connection settings

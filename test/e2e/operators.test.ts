@@ -10,9 +10,9 @@ import { RESYNC_PERIOD_SECONDS, startEnvironment, type Environment } from './env
 import type { Controller } from '../../hooks/framework/controller.js'
 import { controllers } from '../../hooks/controllers.js'
 import { answersFromRequestAlone } from '../../hooks/http/etag.js'
-import { syncAnswer } from '../../scripts/hook-answer.js'
-import { planSync } from '../../scripts/metacontroller-apply.js'
-import { observedChildren } from '../../scripts/observed-children.js'
+import { syncAnswer } from '../../dev/hook-answer.js'
+import { planSync } from '../../dev/metacontroller-apply.js'
+import { observedChildren } from '../../dev/observed-children.js'
 import { edgeResources, refusedResources, resourceJson } from '../helpers/refused-resources.js'
 import { assertReady, condition, Scenario, type KubeObject } from './scenario.js'
 

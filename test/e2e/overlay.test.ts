@@ -6,7 +6,7 @@ import { test } from 'node:test'
 import { parseAllDocuments } from 'yaml'
 import { hookNames } from '../../hooks/framework/controller.js'
 import { controllers } from '../../hooks/controllers.js'
-import { webhookEtag } from '../../scripts/manifests.js'
+import { webhookEtag } from '../../dev/manifests.js'
 import { kustomize } from './environment.js'
 import { writeOverlay } from './overlay.js'
 

@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { stringify } from 'yaml'
 import { hookNames, type Controller } from '../../hooks/framework/controller.js'
-import { webhookEtag } from '../../scripts/manifests.js'
+import { webhookEtag } from '../../dev/manifests.js'
 
 /**
  * The end-to-end suite's install, generated from the controller registry: the product's CRDs and controllers as a

@@ -3,10 +3,10 @@ import { test } from 'node:test'
 import { loadConfig } from '../../hooks/runtime/config.js'
 import { bodyLimits, MAX_DEPTH } from '../../hooks/http/request-body.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
-import { deployment } from '../helpers/deployment.js'
+import { deployment } from '../../dev/deployment.js'
 import { fixture } from '../helpers/fixtures.js'
-import type { ServerProcess } from '../helpers/server-process.js'
-import { podSetRequest } from '../podset/requests.js'
+import type { ServerProcess } from '../../dev/server-process.js'
+import { podSetRequest } from '../../dev/api-server/podset-requests.js'
 import { startHookServer, testSchema } from './hook-server.js'
 
 /**

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import type { ServerProcess } from '../helpers/server-process.js'
+import type { ServerProcess } from '../../dev/server-process.js'
 import { DATABASE_UNAVAILABLE_OUTCOMES, longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
 import { startHookServer, startRig } from './hook-server.js'
 import { Writer } from './writers.js'

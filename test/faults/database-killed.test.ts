@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { waitForReadiness } from '../helpers/server-process.js'
+import { waitForReadiness } from '../../dev/server-process.js'
 import { DATABASE_UNAVAILABLE_OUTCOMES, longestMs, outcomeOf, tally, type Answer } from './hook-calls.js'
 import { CALL_BOUND_MS, startRig } from './hook-server.js'
 import { assertRowsMatchWriters } from './rows.js'

@@ -1,4 +1,4 @@
-import type { ServerProcess } from '../helpers/server-process.js'
+import type { ServerProcess } from '../../dev/server-process.js'
 import { CALL_BOUND_MS } from './hook-server.js'
 
 /** PostgresWriter hook calls over HTTP, and what their answers said. */

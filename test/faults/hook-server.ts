@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto'
 import type { TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
-import { startPostgres, type PostgresProcess } from '../helpers/postgres-process.js'
-import { startServer, type ServerProcess } from '../helpers/server-process.js'
+import { startPostgres, type PostgresProcess } from '../../dev/postgres-process.js'
+import { startServer, type ServerProcess } from '../../dev/server-process.js'
 
 /** The hook server as every fault test runs it: its own process, short database timeouts, a schema of the test's own. */
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { fixture } from '../helpers/fixtures.js'
-import type { ServerProcess } from '../helpers/server-process.js'
+import type { ServerProcess } from '../../dev/server-process.js'
 import { callHook, outcomeOf, type Answer, type Hook } from './hook-calls.js'
 
 /** PostgresWriter objects as Metacontroller sees them, and the replay of their latest state. */

@@ -3,7 +3,7 @@ import { test } from 'node:test'
 import { Type } from '@sinclair/typebox'
 import { controllers } from '../../hooks/controllers.js'
 import { customResource, englishPlural } from '../../hooks/framework/custom-resource.js'
-import { customResourceDefinition, metacontrollerManifest } from '../../scripts/manifests.js'
+import { customResourceDefinition, metacontrollerManifest } from '../../dev/manifests.js'
 
 const definition = { group: 'example.com', version: 'v1alpha1', spec: Type.Object({}), status: {}, printerColumns: [] }
 

@@ -10,8 +10,9 @@ import { connectionFromUrl } from '../../hooks/database/connection.js'
 import { connectPostgres } from '../../hooks/database/pool.js'
 import { testDatabaseUrl } from './database-url.js'
 
-/** The fixed clock of every test: new conditions are stamped with it. */
-export const NOW = new Date('2026-11-22T12:00:00Z')
+import { NOW } from '../../dev/hook-answer.js'
+
+export { NOW }
 
 export interface TestApp {
   app: FastifyInstance

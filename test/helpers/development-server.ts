@@ -4,10 +4,10 @@ import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { developmentDataDir } from '../../dev/embedded-postgres.js'
 import { freePort } from '../../dev/free-port.js'
-import { spawnServer, withoutDatabase, type ServerProcess } from './server-process.js'
+import { spawnServer, withoutDatabase, type ServerProcess } from '../../dev/server-process.js'
 
 /**
- * `npm start` (dev/start.ts) in a checkout folder of the test's own, so that each test has its own development
+ * `npm start` (scripts/start.ts) in a checkout folder of the test's own, so that each test has its own development
  * database.
  */
 
@@ -25,7 +25,7 @@ export async function checkout (t: TestContext): Promise<string> {
  * `npm start`'s entry point (of this checkout, unless given) run in `cwd` with no database setting, on a free port,
  * without waiting for it; stopped when the test ends.
  */
-export async function startDevelopmentServer (t: TestContext, cwd: string, env: Record<string, string> = {}, entry = 'dev/start.ts'): Promise<ServerProcess> {
+export async function startDevelopmentServer (t: TestContext, cwd: string, env: Record<string, string> = {}, entry = 'scripts/start.ts'): Promise<ServerProcess> {
   const server = spawnServer({ cwd, entry, port: await freePort(), env: { ...withoutDatabase(), ...env } })
   t.after(async () => { await server.stop() })
   return server

@@ -10,7 +10,7 @@ import { build } from '../helpers/app.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { fixture, fixturePath } from '../helpers/fixtures.js'
 import { SecretVolume } from '../helpers/secret-volume.js'
-import { startServer } from '../helpers/server-process.js'
+import { startServer } from '../../dev/server-process.js'
 
 const OLD = 'old-7f3c9a1e5b2d4f6a8c0e2b4d6f8a0c1e'
 const NEW = 'new-2b4d6f8a0c1e3f5a7c9e1b3d5f7a9c0e'

@@ -10,7 +10,7 @@ import { podSet } from '../../hooks/podset/index.js'
 import { build, postText } from '../helpers/app.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { fixture, requestFixtures } from '../helpers/fixtures.js'
-import { startServer, type ServerProcess } from '../helpers/server-process.js'
+import { startServer, type ServerProcess } from '../../dev/server-process.js'
 
 /**
  * Webhook ETags (hooks/http/etag.ts), over real HTTP with a client that does what Metacontroller v4's

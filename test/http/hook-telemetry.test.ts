@@ -6,7 +6,7 @@ import type { CompositeController } from '../../hooks/framework/controller.js'
 import { podSet } from '../../hooks/podset/index.js'
 import { build, type LogLine, type TestApp } from '../helpers/app.js'
 import { fixture, fixturePath } from '../helpers/fixtures.js'
-import { startServer } from '../helpers/server-process.js'
+import { startServer } from '../../dev/server-process.js'
 import { slowBody } from '../helpers/slow-body.js'
 
 /** hooks/http/hook-telemetry.ts: one log line and one metric per hook call, a client that went away included. */

@@ -7,7 +7,7 @@ import { bodyLimits, BYTES_PER_VALUE, countValues, MAX_DEPTH, parseBody, textNes
 import { nestsDeeperThan } from '../../hooks/framework/wire/objects.js'
 import { build, postText } from '../helpers/app.js'
 import { fixtureNames, fixture } from '../helpers/fixtures.js'
-import { podSetRequest } from '../podset/requests.js'
+import { podSetRequest } from '../../dev/api-server/podset-requests.js'
 
 /**
  * The request path of hooks/http/request-body.ts: prototype keys refused after a plain JSON.parse; the value count that

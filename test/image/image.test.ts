@@ -8,8 +8,8 @@ import { freePort } from '../../dev/free-port.js'
 import { controllers } from '../../hooks/controllers.js'
 import { answersFromRequestAlone } from '../../hooks/http/etag.js'
 import { fixtureNames, fixturePath } from '../helpers/fixtures.js'
-import { startPostgres } from '../helpers/postgres-process.js'
-import { spawnServer, type ServerProcess } from '../helpers/server-process.js'
+import { startPostgres } from '../../dev/postgres-process.js'
+import { spawnServer, type ServerProcess } from '../../dev/server-process.js'
 
 /**
  * The production image that scripts/build-image.sh built, started with `buildah run`. Under chroot isolation the

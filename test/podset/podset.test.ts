@@ -12,7 +12,7 @@ import { build, type TestApp } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 import { assertGolden } from '../helpers/golden.js'
 import { invalidSpecReady, lastAppliedChildren } from '../helpers/invalid-spec.js'
-import { appliedPod, podSetParent, podSetRequest, syncRequest } from './requests.js'
+import { appliedPod, podSetParent, podSetRequest, syncRequest } from '../../dev/api-server/podset-requests.js'
 
 const CASES = [
   'first-sync', 'steady-state', 'scale-up', 'scale-down', 'image-changed',

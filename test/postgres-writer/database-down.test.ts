@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { build } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
-import { startPostgres } from '../helpers/postgres-process.js'
+import { startPostgres } from '../../dev/postgres-process.js'
 
 test('with PostgreSQL stopped, hooks answer quickly with DatabaseUnavailable, and recover when it is back', async (t) => {
   const postgres = await startPostgres()

@@ -8,8 +8,8 @@ import { DATABASE_CHECK_WAIT_MS } from '../../hooks/runtime/probes.js'
 import { build } from '../helpers/app.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { fixturePath } from '../helpers/fixtures.js'
-import { startPostgres } from '../helpers/postgres-process.js'
-import { startServer } from '../helpers/server-process.js'
+import { startPostgres } from '../../dev/postgres-process.js'
+import { startServer } from '../../dev/server-process.js'
 
 type App = Awaited<ReturnType<typeof build>>['app']
 

@@ -8,7 +8,7 @@ import pg from 'pg'
 import { freePort } from '../../dev/free-port.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { fixturePath } from '../helpers/fixtures.js'
-import { spawnServer, startServer, withoutDatabase } from '../helpers/server-process.js'
+import { spawnServer, startServer, withoutDatabase } from '../../dev/server-process.js'
 
 test('SIGTERM: in-flight hooks complete, then the process exits 0', async (t) => {
   const schema = `test_${randomBytes(6).toString('hex')}`

@@ -11,7 +11,7 @@ import { connectPostgres } from '../../hooks/database/pool.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { generateCertificates, type CertificateSet } from '../helpers/certificates.js'
 import { fixturePath } from '../helpers/fixtures.js'
-import { startServer, waitForReadiness } from '../helpers/server-process.js'
+import { startServer, waitForReadiness } from '../../dev/server-process.js'
 
 interface Client { cert?: Buffer, key?: Buffer, token?: string }
 

@@ -4,7 +4,7 @@ import type { ChildResource } from '../../hooks/framework/controller.js'
 import { podSet } from '../../hooks/podset/index.js'
 import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../../hooks/framework/wire/schemas.js'
 import { goJson, LAST_APPLIED_ANNOTATION as LAST_APPLIED } from '../../hooks/framework/wire/last-applied.js'
-import { applyUpdate, planSync } from '../../scripts/metacontroller-apply.js'
+import { applyUpdate, planSync } from '../../dev/metacontroller-apply.js'
 import { build } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 

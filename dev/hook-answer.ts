@@ -3,6 +3,9 @@ import { app, serverOptions } from '../hooks/runtime/app.js'
 import { loadConfig } from '../hooks/runtime/config.js'
 import type { Controller } from '../hooks/framework/controller.js'
 
+/** The fixed clock of the fixtures and the tests: new conditions are stamped with it. */
+export const NOW = new Date('2026-11-22T12:00:00Z')
+
 /**
  * The answer of a controller's sync hook to a request, through the server's own routes (request checks, the
  * InvalidSpec answer, error bodies), with no port, no database and the given clock: what `npm run render` and

@@ -8,10 +8,10 @@ import { test } from 'node:test'
 import pg from 'pg'
 import { developmentDataDir, readPostmasterFile, type PostmasterFile } from '../../dev/embedded-postgres.js'
 import { checkout, startDevelopmentServer } from '../helpers/development-server.js'
-import { waitForReadiness, withoutDatabase } from '../helpers/server-process.js'
+import { waitForReadiness, withoutDatabase } from '../../dev/server-process.js'
 
 /**
- * `npm start` (dev/start.ts) without a database configured: its embedded PostgreSQL, in real processes. Each test
+ * `npm start` (scripts/start.ts) without a database configured: its embedded PostgreSQL, in real processes. Each test
  * runs the server in a checkout folder of its own, so each has its own development database.
  */
 

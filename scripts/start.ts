@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { connectionFromUrl } from '../hooks/database/connection.js'
 import { serve, SET_A_DATABASE, StartupError, type OwnDatabase } from '../hooks/runtime/serve.js'
-import { developmentDataDir, EmbeddedPostgresError, startEmbeddedPostgres } from './embedded-postgres.js'
+import { developmentDataDir, EmbeddedPostgresError, startEmbeddedPostgres } from '../dev/embedded-postgres.js'
 
 /**
  * `npm start`: the hook server as in production, except that with no database configured it starts a development

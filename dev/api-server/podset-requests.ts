@@ -2,10 +2,10 @@ import { hookContext } from '../../hooks/framework/controller.js'
 import { podSet } from '../../hooks/podset/index.js'
 import { syncPodSet } from '../../hooks/podset/sync.js'
 import type { CompositeRequest, KubernetesObject } from '../../hooks/framework/wire/schemas.js'
-import { appliedChild, type PodPhase } from '../helpers/api-server/apply.js'
-import { customResource } from '../helpers/api-server/custom-resource.js'
-import { addSeconds, digest, uidFor } from '../helpers/api-server/encoding.js'
-import { controllerObject } from '../helpers/api-server/metacontroller.js'
+import { appliedChild, type PodPhase } from './apply.js'
+import { customResource } from './custom-resource.js'
+import { addSeconds, digest, uidFor } from './encoding.js'
+import { controllerObject } from './metacontroller.js'
 
 /**
  * Realistic PodSet hook requests, for tests and the benchmark: a parent as `kubectl apply` made it and pods as the

@@ -18,7 +18,7 @@ export interface HookDeployment {
 }
 
 export function deployment (): HookDeployment {
-  const manifest = parse(readFileSync(join(import.meta.dirname, '..', '..', 'manifests', 'server', 'deployment.yaml'), 'utf8'))
+  const manifest = parse(readFileSync(join(import.meta.dirname, '..', 'manifests', 'server', 'deployment.yaml'), 'utf8'))
   const container = manifest.spec.template.spec.containers.find((c: { name: string }) => c.name === 'hooks')
   const command: string[] = container.command ?? []
   const [program, ...nodeArgs] = command

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { kubernetesTime } from '../../../hooks/framework/wire/conditions.js'
+import { kubernetesTime } from '../../hooks/framework/wire/conditions.js'
 
 /** Stable ids, hashes and times derived from names, so that the same call always gives the same bytes; Go's JSON. */
 
@@ -11,7 +11,7 @@ export function sortedKeys<T> (value: T): T {
 }
 
 /** JSON as Go writes it: the last-applied annotations. */
-export { goJson } from '../../../hooks/framework/wire/last-applied.js'
+export { goJson } from '../../hooks/framework/wire/last-applied.js'
 
 export function digest (text: string): string {
   return createHash('sha256').update(text).digest('hex')

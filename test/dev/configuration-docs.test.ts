@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { test } from 'node:test'
 import { variables } from '../../hooks/runtime/config-schema.js'
 import { loadConfig } from '../../hooks/runtime/config.js'
-import { configurationPage, environmentExample, README_TABLE_START, withReadmeTable } from '../../scripts/configuration-docs.js'
+import { configurationPage, environmentExample, README_TABLE_START, withReadmeTable } from '../../dev/configuration-docs.js'
 
 const root = join(import.meta.dirname, '..', '..')
 const read = (path: string): string => readFileSync(join(root, path), 'utf8')

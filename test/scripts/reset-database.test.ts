@@ -8,9 +8,9 @@ import { developmentDataDir } from '../../dev/embedded-postgres.js'
 import { checkout, startDevelopmentServer } from '../helpers/development-server.js'
 import { fixturePath } from '../helpers/fixtures.js'
 
-/** `npm run db:reset` (dev/reset-database.ts), run in a checkout folder of the test's own. */
+/** `npm run db:reset` (scripts/reset-database.ts), run in a checkout folder of the test's own. */
 
-const script = join(import.meta.dirname, '..', '..', 'dev', 'reset-database.ts')
+const script = join(import.meta.dirname, '..', '..', 'scripts', 'reset-database.ts')
 const tsx = import.meta.resolve('tsx')
 
 function reset (cwd: string): { status: number | null, output: string } {

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort } from '../../dev/free-port.js'
+import { freePort } from './free-port.js'
 
 /**
  * The hook server as a process of its own, for the tests that need a real process (signals, start-up, crashes), the
@@ -12,12 +12,12 @@ import { freePort } from '../../dev/free-port.js'
  * sockets.
  */
 
-const root = join(import.meta.dirname, '..', '..')
+const root = join(import.meta.dirname, '..')
 // Resolved here, so that a server running in another folder (`cwd`) finds it too.
 const tsx = import.meta.resolve('tsx')
 
 export interface ServerProcessOptions {
-  /** The script to run, relative to the repository or absolute: by default `hooks/server.ts` (through tsx), the production entry point, which needs a database setting; `dev/start.ts` is `npm start`'s. */
+  /** The script to run, relative to the repository or absolute: by default `hooks/server.ts` (through tsx), the production entry point, which needs a database setting; `scripts/start.ts` is `npm start`'s. */
   entry?: string
   /**
    * Another program that runs the server, with its arguments, instead of Node and `entry`: for example

@@ -1,4 +1,4 @@
-import { developmentDataDir, EmbeddedPostgresError, removeDatabase } from './embedded-postgres.js'
+import { developmentDataDir, EmbeddedPostgresError, removeDatabase } from '../dev/embedded-postgres.js'
 
 /**
  * `npm run db:reset`: removes `npm start`'s development database, so that the next `npm start` begins with an empty

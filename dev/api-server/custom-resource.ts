@@ -1,4 +1,4 @@
-import type { KubernetesObject } from '../../../hooks/framework/wire/schemas.js'
+import type { KubernetesObject } from '../../hooks/framework/wire/schemas.js'
 import { goJson } from './encoding.js'
 import { fieldSet, managedEntry } from './managed-fields.js'
 

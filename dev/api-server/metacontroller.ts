@@ -1,13 +1,13 @@
-import type { Controller } from '../../../hooks/framework/controller.js'
-import { groupKey } from '../../../hooks/framework/wire/objects.js'
-import type { CompositeRequest, CompositeResponse, KubernetesObject, ObjectMap } from '../../../hooks/framework/wire/schemas.js'
-import { metacontrollerManifest } from '../../../scripts/manifests.js'
+import type { Controller } from '../../hooks/framework/controller.js'
+import { groupKey } from '../../hooks/framework/wire/objects.js'
+import type { CompositeRequest, CompositeResponse, KubernetesObject, ObjectMap } from '../../hooks/framework/wire/schemas.js'
+import { metacontrollerManifest } from '../manifests.js'
 import { appliedChildren, withSortedKeys, type ApplyState } from './apply.js'
 import { sortedKeys, uidFor } from './encoding.js'
 
 /** What Metacontroller adds to a desired child before it applies it, and the controller object it sends in every request. */
 
-export { LAST_APPLIED_ANNOTATION as LAST_APPLIED } from '../../../hooks/framework/wire/last-applied.js'
+export { LAST_APPLIED_ANNOTATION as LAST_APPLIED } from '../../hooks/framework/wire/last-applied.js'
 
 /** The desired child as Metacontroller sends it to the API server: in the parent's namespace, with its selector label. */
 export function asApplied (parent: KubernetesObject, desired: KubernetesObject): KubernetesObject {

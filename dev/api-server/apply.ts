@@ -1,4 +1,4 @@
-import type { KubernetesObject, ObjectMap } from '../../../hooks/framework/wire/schemas.js'
+import type { KubernetesObject, ObjectMap } from '../../hooks/framework/wire/schemas.js'
 import { goJson, sortedKeys, uidFor } from './encoding.js'
 import { deployment } from './kinds/deployment.js'
 import type { ApplyState, ChildContext, Json, KindModel } from './kinds/model.js'

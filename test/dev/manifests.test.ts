@@ -5,7 +5,7 @@ import { test } from 'node:test'
 import { parse } from 'yaml'
 import { DB_SIZE_RULES } from '../../hooks/bookstore/resource.js'
 import { controllers } from '../../hooks/controllers.js'
-import { customResourceDefinition, generatedManifests } from '../../scripts/manifests.js'
+import { customResourceDefinition, generatedManifests } from '../../dev/manifests.js'
 
 const root = join(import.meta.dirname, '..', '..', 'manifests')
 

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
-import { startEmbeddedPostgres, type EmbeddedPostgres } from '../../dev/embedded-postgres.js'
-import { freePort } from '../../dev/free-port.js'
+import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js'
+import { freePort } from './free-port.js'
 
 /**
  * A real PostgreSQL of its own (from the `embedded-postgres` development dependency) on a temporary data directory
