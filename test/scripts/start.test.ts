@@ -112,7 +112,7 @@ test('a checkout in a folder only root may enter: the server reaches ready and t
   const linked = spawnSync('cp', ['-al', join(root, 'node_modules'), join(copy, 'node_modules')])
   if (linked.status !== 0) await cp(join(root, 'node_modules'), join(copy, 'node_modules'), { recursive: true, verbatimSymlinks: true })
 
-  const server = await startDevelopmentServer(t, copy, {}, join(copy, 'dev', 'start.ts'))
+  const server = await startDevelopmentServer(t, copy, {}, join(copy, 'scripts', 'start.ts'))
   await server.logged('hook server ready')
   await waitForReadiness(server, 200, 10_000, 'up')
   server.process.kill('SIGTERM')
