@@ -60,6 +60,13 @@ export function hookTelemetry (fastify: FastifyInstance, metrics: Metrics): Hook
     return Math.round(reply.elapsedTime * 100) / 100
   }
 
+  /** The Ready condition of a 200, or the status code of a refusal (4xx, 503), in their counters. */
+  const countAnswer = (controller: string, hook: HookName, statusCode: number, response: HookResponse | undefined): void => {
+    const ready = statusCode === 200 ? readyCondition(response) : undefined
+    if (ready !== undefined) metrics.answers.inc({ controller, hook, ready: ready.status, reason: ready.reason })
+    if ((statusCode >= 400 && statusCode < 500) || statusCode === 503) metrics.refusals.inc({ controller, hook, code: statusCode })
+  }
+
   return {
     logCall: async (request, reply) => {
       const { controller, hook } = reply.routeOptions.config
@@ -68,6 +75,7 @@ export function hookTelemetry (fastify: FastifyInstance, metrics: Metrics): Hook
       const response = call?.response
       const outcome = outcomeOf(hook, reply.statusCode, response)
       const durationMs = observe(controller, hook, outcome, reply)
+      countAnswer(controller, hook, reply.statusCode, response)
       // Why a Ready=False answer is not ready, as its status says: the log is where an operator looks first.
       const ready = outcome === 'not_ready' ? readyCondition(response) : undefined
       request.log.info({

@@ -13,6 +13,10 @@ export interface Metrics {
   registry: Registry
   hookDuration: Histogram<'controller' | 'hook' | 'outcome'>
   driftRepairs: Counter<'controller' | 'drift'>
+  /** Answers with a body (200) by their Ready condition, for alerts on reasons such as InvalidSpec. */
+  answers: Counter<'controller' | 'hook' | 'ready' | 'reason'>
+  /** Hook calls refused (4xx, 503) by status code, for alerts on 408, 503 and 422. */
+  refusals: Counter<'controller' | 'hook' | 'code'>
   /** Present when a controller needs PostgreSQL; set from a database check at each scrape. */
   databaseUp: Gauge | undefined
 }
@@ -34,6 +38,18 @@ export function createMetrics (database?: { state: () => Promise<{ status: strin
     labelNames: ['controller', 'drift'] as const,
     registers: [registry]
   })
+  const answers = new Counter({
+    name: 'metacontroller_hooks_answers_total',
+    help: 'Hook answers with a body (200) by controller, hook and their Ready condition: its status (ready: True, False, Unknown) and reason (InvalidSpec, DatabaseUnavailable, RowWritten and the others each controller documents); a 304 carries no condition and is not counted here',
+    labelNames: ['controller', 'hook', 'ready', 'reason'] as const,
+    registers: [registry]
+  })
+  const refusals = new Counter({
+    name: 'metacontroller_hooks_refusals_total',
+    help: 'Hook calls refused, by controller, hook and HTTP status code (code): 400 not a hook request, 401 bearer token, 408 body too slow or stalled, 413 body too large, 415 not JSON, 422 a parent the hook cannot answer, 503 no memory for its body in time',
+    labelNames: ['controller', 'hook', 'code'] as const,
+    registers: [registry]
+  })
   const databaseUp = database === undefined
     ? undefined
     : new Gauge({
@@ -42,5 +58,5 @@ export function createMetrics (database?: { state: () => Promise<{ status: strin
       registers: [registry],
       async collect () { this.set((await database.state()).status === 'up' ? 1 : 0) }
     })
-  return { registry, hookDuration, driftRepairs, databaseUp }
+  return { registry, hookDuration, driftRepairs, answers, refusals, databaseUp }
 }

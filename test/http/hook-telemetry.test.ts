@@ -85,3 +85,32 @@ test('the log line of a not_ready answer carries the Ready condition\'s reason a
   assert.match(String(lines[0]?.message), /ECONNREFUSED|connect/, 'what the database said')
   assert.doesNotMatch(server.output(), /pw-Lq7-never-log/)
 })
+
+/** The value of one sample of /metrics, or undefined when it has none. */
+function sample (metrics: string, name: string, labels: string): number | undefined {
+  const line = metrics.split('\n').find((text) => text.startsWith(`${name}{${labels}} `))
+  return line === undefined ? undefined : Number(line.split(' ').at(-1))
+}
+
+test('an answer is counted by its Ready status and reason, a refusal (422, 400, 408) by its status code', async (t) => {
+  const built = await build(t, { databaseUrl: false, controllers: [podSet], env: { HOOKS_BODY_TIMEOUT: '0.2' } })
+  const send = async (body: string): Promise<number> =>
+    (await built.app.inject({ method: 'POST', url: '/podset/sync', headers: { 'content-type': 'application/json' }, payload: body })).statusCode
+  const invalid = fixture('podset', 'invalid-spec')
+  assert.equal(await send(JSON.stringify(invalid)), 200)
+  assert.equal(await send(JSON.stringify(invalid)), 200)
+  // A child without its last-applied configuration cannot be kept as it is: 422.
+  const unkept = structuredClone(invalid)
+  delete Object.values<any>(unkept.children['Pod.v1'])[0].metadata.annotations
+  assert.equal(await send(JSON.stringify(unkept)), 422)
+  assert.equal(await send(''), 400)
+  const port = await listening(built)
+  assert.equal((await slowBody({ port, path: '/podset/sync', length: 1000, burst: 10 }).answered).status, 408)
+
+  const metrics = (await built.app.inject({ url: '/metrics' })).body
+  assert.equal(sample(metrics, 'metacontroller_hooks_answers_total', 'controller="podset",hook="sync",ready="False",reason="InvalidSpec"'), 2)
+  for (const code of ['422', '400', '408']) {
+    assert.equal(sample(metrics, 'metacontroller_hooks_refusals_total', `controller="podset",hook="sync",code="${code}"`), 1, code)
+  }
+  assert.equal(sample(metrics, 'metacontroller_hooks_refusals_total', 'controller="podset",hook="sync",code="200"'), undefined)
+})
