@@ -5,6 +5,8 @@
 #   .cache/e2e-bin/kube-apiserver, kube-controller-manager, kubectl   (k8s.io/kubernetes, see KUBE_VERSION)
 #   .cache/e2e-bin/etcd                                               (go.etcd.io/etcd/server/v3, see ETCD_VERSION)
 #   .cache/e2e-bin/metacontroller + metacontroller-crds-v1.yaml       (see test/e2e/rig/metacontroller/go.mod)
+#   .cache/e2e-bin/prometheus, promtool                               (github.com/prometheus/prometheus, see PROMETHEUS_VERSION)
+#   .cache/e2e-bin/prometheus-operator-crds/*.yaml                    (see test/e2e/rig/prometheus-operator/go.mod)
 #
 # Idempotent: each binary has a stamp file (<bin>.stamp) holding the pin, the wrapper's go.mod/go.sum hash,
 # the Go version and the build flags; a binary whose stamp matches is skipped. Run it again after changing a pin.
@@ -14,6 +16,7 @@
 #   E2E_BUILD_P   go build -p (default 2)
 #   E2E_FORCE=1   rebuild everything
 #   E2E_ONLY      space-separated subset of: kube-apiserver kube-controller-manager kubectl etcd metacontroller
+#                 prometheus promtool prometheus-operator-crds (`npm run test:rules` builds promtool alone)
 #   E2E_METACONTROLLER  another Metacontroller binary for the suite to run (test/e2e/rig/metacontroller.ts): when set,
 #                 Metacontroller is not built here
 set -euo pipefail
@@ -22,12 +25,13 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RIG="$ROOT/test/e2e/rig"
 BIN=${E2E_BIN_DIR:-$ROOT/.cache/e2e-bin}
 P=${E2E_BUILD_P:-2}
-ALL="kube-apiserver kube-controller-manager kubectl etcd"
+ALL="kube-apiserver kube-controller-manager kubectl etcd prometheus promtool prometheus-operator-crds"
 [[ -n "${E2E_METACONTROLLER:-}" ]] || ALL+=" metacontroller"
 ONLY=${E2E_ONLY:-$ALL}
 
 KUBE_VERSION=v1.36.3
 ETCD_VERSION=v3.6.8
+PROMETHEUS_VERSION=v0.316.0
 
 export GOTOOLCHAIN=local CGO_ENABLED=0
 # Never let a stray GOFLAGS (e.g. -mod=mod) rewrite the committed go.mod/go.sum; no VCS stamping of the wrappers.
@@ -153,5 +157,45 @@ if want metacontroller; then
   fi
 fi
 
+# --- Prometheus and promtool --------------------------------------------------------------------------------------
+PROM_DIR="$RIG/prometheus"
+# remove_all_sd: no service discovery but static and file targets, which is all the suite uses; a third of the
+# build. The version the binaries print is the module's.
+PROM_TAGS=remove_all_sd
+PROM_LDFLAGS="-s -w -X github.com/prometheus/common/version.Version=module-$PROMETHEUS_VERSION"
+PROM_STAMP=$(stamp_of "$PROM_DIR" "github.com/prometheus/prometheus $PROMETHEUS_VERSION" "tags=$PROM_TAGS" "ldflags=$PROM_LDFLAGS")
+prom_needed=()
+for b in prometheus promtool; do
+  want "$b" && ! up_to_date "$b" "$PROM_STAMP" && prom_needed+=("$b")
+done
+if ((${#prom_needed[@]})); then
+  download "$PROM_DIR" "$PROM_TAGS" "${prom_needed[@]/#/github.com/prometheus/prometheus/cmd/}"
+fi
+for b in prometheus promtool; do
+  want "$b" && build "$b" "$PROM_DIR" "github.com/prometheus/prometheus/cmd/$b" "$PROM_STAMP" "$PROM_LDFLAGS" "$PROM_TAGS"
+done
+
+# --- The Prometheus Operator's CRDs (for the dry run of manifests/monitoring) -------------------------------------
+if want prometheus-operator-crds; then
+  PO_DIR="$RIG/prometheus-operator"
+  PO_OUT="$BIN/prometheus-operator-crds"
+  PO_STAMP=$(stamp_of "$PO_DIR" "prometheus-operator-crds")
+  if [[ "${E2E_FORCE:-0}" != 1 && -f "$PO_OUT.stamp" && "$(cat "$PO_OUT.stamp")" == "$PO_STAMP" ]]; then
+    log "prometheus-operator-crds: up to date, skipped"
+  else
+    # The module's zip, checked against the wrapper's go.sum; only the CRDs the component uses are kept.
+    PO_SRC=$(cd "$PO_DIR" && go mod download github.com/prometheus-operator/prometheus-operator &&
+      go list -m -f '{{.Dir}}' github.com/prometheus-operator/prometheus-operator)
+    [[ -d "$PO_SRC/example/prometheus-operator-crd" ]] || {
+      echo "build-e2e-binaries: no example/prometheus-operator-crd in $PO_SRC" >&2; exit 1; }
+    mkdir -p "$PO_OUT"
+    for kind in podmonitors prometheusrules servicemonitors; do
+      install -m 0644 "$PO_SRC/example/prometheus-operator-crd/monitoring.coreos.com_$kind.yaml" "$PO_OUT/"
+    done
+    printf '%s\n' "$PO_STAMP" > "$PO_OUT.stamp"
+    log "prometheus-operator-crds: copied from $PO_SRC"
+  fi
+fi
+
 log "all done in $(elapsed "$T_ALL") s; binaries in $BIN:"
-(cd "$BIN" && ls -l --block-size=M kube-apiserver kube-controller-manager kubectl etcd metacontroller 2>/dev/null || true)
+(cd "$BIN" && ls -l --block-size=M kube-apiserver kube-controller-manager kubectl etcd metacontroller prometheus promtool 2>/dev/null || true)
