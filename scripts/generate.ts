@@ -3,10 +3,12 @@ import { dirname, join } from 'node:path'
 import { controllers } from '../hooks/controllers.js'
 import { configurationPage, environmentExample, README_TABLE_START, withReadmeTable } from '../dev/configuration-docs.js'
 import { generatedManifests } from '../dev/manifests.js'
+import { monitoringManifests } from '../dev/monitoring/manifests.js'
 
 /**
  * `npm run generate`: every generated file, from the schemas in hooks/: the CRDs and Metacontroller controllers under
- * manifests/, and from the configuration schema docs/configuration.md, .env.example and the README's configuration table.
+ * manifests/, and from the configuration schema docs/configuration.md, .env.example and the README's configuration table;
+ * from dev/monitoring/, the alerts and the dashboard of manifests/monitoring/.
  */
 
 const root = join(import.meta.dirname, '..')
@@ -24,6 +26,7 @@ for (const folder of ['crds', 'controllers']) {
   }
 }
 for (const [path, content] of manifests) await write(`manifests/${path}`, content)
+for (const [path, content] of monitoringManifests()) await write(`manifests/${path}`, content)
 
 await write('docs/configuration.md', configurationPage())
 await write('.env.example', environmentExample())
