@@ -5,8 +5,9 @@ import { startPostgres } from '../dev/postgres-process.js'
 
 /**
  * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e,
- * test/faults and test/image) against a real PostgreSQL: DATABASE_URL when set, otherwise an embedded one started
- * here and removed afterwards. When it cannot start, one line says why and the exit code is 1.
+ * test/faults, test/image and test/rules, which have commands of their own) against a real PostgreSQL: DATABASE_URL
+ * when set, otherwise an embedded one started here and removed afterwards. When it cannot start, one line says why
+ * and the exit code is 1.
  */
 
 function testFiles (dir: string, skip: string[]): string[] {
@@ -20,7 +21,7 @@ function testFiles (dir: string, skip: string[]): string[] {
 const args = process.argv.slice(2)
 const files = args.length > 0
   ? args.flatMap((path) => statSync(path).isDirectory() ? testFiles(path, []) : [path])
-  : testFiles('test', [join('test', 'e2e'), join('test', 'faults'), join('test', 'image')])
+  : testFiles('test', [join('test', 'e2e'), join('test', 'faults'), join('test', 'image'), join('test', 'rules')])
 
 let databaseUrl = process.env.DATABASE_URL
 let stopDatabase = async (): Promise<void> => {}

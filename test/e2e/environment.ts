@@ -31,10 +31,16 @@ export const RESYNC_PERIOD_SECONDS = 5
 const VOLUME_CONTROLLERS = ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller']
 
 export interface HookServer {
+  /** Where the hooks are served, `http://127.0.0.1:<port>`. */
+  url: string
+  /** Where /metrics is served (HOOKS_PROBE_PORT), `host:port`. */
+  probeAddress: string
   logFile: string
   /** Every JSON log line written so far. */
   logLines: () => Array<Record<string, unknown>>
   running: () => boolean
+  /** SIGTERM, as a pod's end; the environment's stop does it too. */
+  stop: () => Promise<void>
 }
 
 export interface Environment {
@@ -48,7 +54,12 @@ export interface Environment {
   stop: () => Promise<void>
 }
 
-export async function startEnvironment (): Promise<Environment> {
+export interface EnvironmentOptions {
+  /** Settings of the hook server, beside the database's and LOG_LEVEL. */
+  hookServerEnv?: Record<string, string>
+}
+
+export async function startEnvironment (options: EnvironmentOptions = {}): Promise<Environment> {
   const timings: Record<string, number> = {}
   const cleanups: Array<() => Promise<void>> = []
   const stop = async (): Promise<void> => {
@@ -73,7 +84,7 @@ export async function startEnvironment (): Promise<Environment> {
 
     t0 = Date.now()
     const port = await freePort()
-    const hookServer = await startHookServer(port, postgres.connectionString, cluster.logsDir, cleanups)
+    const hookServer = await startHookServer(port, { DATABASE_URL: postgres.connectionString, ...options.hookServerEnv }, cluster.logsDir, cleanups)
     timings['hook server'] = Date.now() - t0
 
     t0 = Date.now()
@@ -125,12 +136,15 @@ async function output (file: string, args: string[]): Promise<string> {
   return stdout
 }
 
-async function startHookServer (port: number, databaseUrl: string, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
+async function startHookServer (port: number, env: Record<string, string>, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
   const logFile = join(logsDir, 'hook-server.log')
-  const server = spawnServer({ port, env: { DATABASE_URL: databaseUrl, LOG_LEVEL: 'info' }, output: { file: logFile } })
+  const probePort = await freePort()
+  const server = spawnServer({ port, probePort, env: { LOG_LEVEL: 'info', ...env }, output: { file: logFile } })
   cleanups.push(async () => { await server.stop() })
   await server.listening(60_000)
   return {
+    url: server.url,
+    probeAddress: `127.0.0.1:${probePort}`,
     logFile,
     logLines: () => server.output().split('\n').flatMap((line) => {
       try {
@@ -139,6 +153,7 @@ async function startHookServer (port: number, databaseUrl: string, logsDir: stri
         return [] // a line being written right now
       }
     }),
-    running: server.running
+    running: server.running,
+    stop: async () => { await server.stop() }
   }
 }

@@ -4,7 +4,8 @@
  * accepts is checked here (operators.test.ts runs the product).
  *
  * - A server-side dry-run (`kubectl apply -k … --dry-run=server`) of manifests/, manifests/postgres/ and every
- *   overlay, so that an object a real cluster would refuse fails the suite. A dry-run creates nothing, so the
+ *   overlay, so that an object a real cluster would refuse fails the suite; the monitoring overlay's PodMonitor and
+ *   PrometheusRule against the Prometheus Operator's CRDs, installed beside Metacontroller's. A dry-run creates nothing, so the
  *   namespaced objects of a first install would all fail on their missing namespace: the namespace is created first
  *   (manifests/namespace/), for real, and everything is dry-run after it.
  * - Each documented order of applying, for real, on a fresh API server each.
@@ -21,6 +22,8 @@ const root = join(import.meta.dirname, '..', '..')
 const binDir = process.env.E2E_BIN_DIR ?? join(root, '.cache', 'e2e-bin')
 const metacontroller = metacontrollerBuild(binDir)
 const overlays = readdirSync(join(root, 'manifests', 'overlays')).map((overlay) => `manifests/overlays/${overlay}/`)
+/** The Prometheus Operator's CRDs that the monitoring component's objects need, as scripts/build-e2e-binaries.sh fetches them. */
+const prometheusOperatorCrds = ['podmonitors', 'prometheusrules'].map((kind) => join(binDir, 'prometheus-operator-crds', `monitoring.coreos.com_${kind}.yaml`))
 
 /**
  * The fields of the manifests that Metacontroller's CRDs lack when the rig runs a Metacontroller older than the
@@ -57,7 +60,7 @@ async function apply (cluster: Cluster, dir: string, ...flags: string[]): Promis
 }
 
 async function withCluster (body: (cluster: Cluster) => Promise<void>): Promise<void> {
-  const cluster = await startCluster({ controllerManager: false, metacontroller: false, manifests: [metacontroller.crds] })
+  const cluster = await startCluster({ controllerManager: false, metacontroller: false, manifests: [metacontroller.crds, ...prometheusOperatorCrds] })
   try {
     await body(cluster)
   } finally {
@@ -71,7 +74,11 @@ describe(`the install on a real kube-apiserver (Metacontroller CRDs of ${metacon
       await apply(cluster, 'manifests/namespace/')
       for (const dir of ['manifests/', 'manifests/postgres/', ...overlays]) {
         const output = await apply(cluster, dir, '--dry-run=server')
-        for (const kind of dir === 'manifests/postgres/' ? ['secret', 'service', 'statefulset.apps'] : ['deployment.apps', 'poddisruptionbudget.policy', 'networkpolicy.networking.k8s.io', 'service', 'compositecontroller.metacontroller.k8s.io']) {
+        const kinds = dir === 'manifests/postgres/'
+          ? ['secret', 'service', 'statefulset.apps']
+          : ['deployment.apps', 'poddisruptionbudget.policy', 'networkpolicy.networking.k8s.io', 'service', 'compositecontroller.metacontroller.k8s.io',
+              ...dir === 'manifests/overlays/monitoring/' ? ['podmonitor.monitoring.coreos.com', 'prometheusrule.monitoring.coreos.com', 'configmap'] : []]
+        for (const kind of kinds) {
           assert.match(output, new RegExp(`^${kind.replaceAll('.', '\\.')}/\\S+ created \\(server dry run\\)$`, 'm'), `${dir}: ${output}`)
         }
       }

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { startEnvironment, type Environment } from './environment.js'
-import { assertReady, condition, Scenario, type KubeObject } from './scenario.js'
+import { assertReady, condition, Scenario, storeRefusedSpec, type KubeObject } from './scenario.js'
 
 let environment: Environment | undefined
 
@@ -40,38 +40,6 @@ async function children (s: Scenario, subject: Subject): Promise<Snapshot> {
   return Object.fromEntries(owned.map((child) => [`${child.kind}/${child.metadata.name}`, {
     uid: child.metadata.uid, resourceVersion: child.metadata.resourceVersion, generation: child.metadata.generation
   }]))
-}
-
-/** A JSON pointer's value in `object`. */
-function at (object: unknown, pointer: string): unknown {
-  return pointer.split('/').slice(1).reduce<any>((value, key) => value?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], object)
-}
-
-/**
- * Stores `spec` (merged into the parent's) as a cluster would have stored it before its CRD had the constraints at
- * `constraints` (JSON pointers into the CRD's first version's spec schema): they are taken out of the CRD for the
- * write and put back after it.
- */
-async function storeRefusedSpec (s: Scenario, subject: Subject, constraints: string[], spec: object): Promise<void> {
-  const base = '/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties'
-  const crd = JSON.parse(await s.kubectl(['get', 'crd', subject.crd, '-o', 'json']))
-  const kept = constraints.map((path) => ({ path: `${base}${path}`, value: at(crd, `${base}${path}`) }))
-  for (const { path, value } of kept) assert.notEqual(value, undefined, `${subject.crd} has no ${path}`)
-  await s.kubectl(['patch', 'crd', subject.crd, '--type=json', '-p', JSON.stringify(kept.map(({ path }) => ({ op: 'remove', path })))])
-  try {
-    // The API server takes a moment to serve the looser schema.
-    await s.eventually(`the API server to store the spec once ${subject.crd} is looser`, async () => {
-      await s.patch(subject.resource, subject.name, { spec })
-    }, 30_000)
-  } finally {
-    await s.kubectl(['patch', 'crd', subject.crd, '--type=json', '-p', JSON.stringify(kept.map(({ path, value }) => ({ op: 'add', path, value })))])
-  }
-  const stored = await s.get(subject.resource, subject.name)
-  const probe = { apiVersion: stored.apiVersion, kind: stored.kind, metadata: { name: `${subject.name}-probe` }, spec: stored.spec }
-  await s.eventually('the API server to refuse that spec again', async () => {
-    const refused = await s.kubectl(['apply', '--dry-run=server', '-n', s.namespace, '-f', '-'], JSON.stringify(probe)).then(() => false, () => true)
-    assert.ok(refused, 'a new object with this spec is still accepted')
-  }, 30_000)
 }
 
 /** Waits for `count` more sync calls about the subject (304s included), then asserts that no child changed since `before`. */

@@ -230,3 +230,35 @@ export function assertReady (object: KubeObject | undefined, status: 'True' | 'F
   assert.ok(ready?.status === status && (reason === undefined || ready.reason === reason),
     `${object?.kind}/${object?.metadata.name} Ready is not ${status}${reason === undefined ? '' : ` (${reason})`}; status: ${JSON.stringify(object?.status)}`)
 }
+
+/** A JSON pointer's value in `object`. */
+function at (object: unknown, pointer: string): unknown {
+  return pointer.split('/').slice(1).reduce<any>((value, key) => value?.[key.replaceAll('~1', '/').replaceAll('~0', '~')], object)
+}
+
+/**
+ * Stores `spec` (merged into the parent's) as a cluster would have stored it before its CRD had the constraints at
+ * `constraints` (JSON pointers into the CRD's first version's spec schema): they are taken out of the CRD for the
+ * write and put back after it.
+ */
+export async function storeRefusedSpec (s: Scenario, subject: { crd: string, resource: string, name: string }, constraints: string[], spec: object): Promise<void> {
+  const base = '/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties'
+  const crd = JSON.parse(await s.kubectl(['get', 'crd', subject.crd, '-o', 'json']))
+  const kept = constraints.map((path) => ({ path: `${base}${path}`, value: at(crd, `${base}${path}`) }))
+  for (const { path, value } of kept) assert.notEqual(value, undefined, `${subject.crd} has no ${path}`)
+  await s.kubectl(['patch', 'crd', subject.crd, '--type=json', '-p', JSON.stringify(kept.map(({ path }) => ({ op: 'remove', path })))])
+  try {
+    // The API server takes a moment to serve the looser schema.
+    await s.eventually(`the API server to store the spec once ${subject.crd} is looser`, async () => {
+      await s.patch(subject.resource, subject.name, { spec })
+    }, 30_000)
+  } finally {
+    await s.kubectl(['patch', 'crd', subject.crd, '--type=json', '-p', JSON.stringify(kept.map(({ path, value }) => ({ op: 'add', path, value })))])
+  }
+  const stored = await s.get(subject.resource, subject.name)
+  const probe = { apiVersion: stored.apiVersion, kind: stored.kind, metadata: { name: `${subject.name}-probe` }, spec: stored.spec }
+  await s.eventually('the API server to refuse that spec again', async () => {
+    const refused = await s.kubectl(['apply', '--dry-run=server', '-n', s.namespace, '-f', '-'], JSON.stringify(probe)).then(() => false, () => true)
+    assert.ok(refused, 'a new object with this spec is still accepted')
+  }, 30_000)
+}
