@@ -2,97 +2,21 @@ import { isDeepStrictEqual } from 'node:util'
 import type { ChildResource, Controller } from '../hooks/framework/controller.js'
 import { groupKey } from '../hooks/framework/wire/objects.js'
 import type { CompositeResponse, KubernetesObject, ObjectMap } from '../hooks/framework/wire/schemas.js'
-import { goJson, LAST_APPLIED_ANNOTATION as LAST_APPLIED, listMapKey, MERGE_KEYS, SYSTEM_METADATA } from '../hooks/framework/wire/last-applied.js'
+import { applyUpdate, LAST_APPLIED_ANNOTATION as LAST_APPLIED, listMapKey, MERGE_KEYS, mergeKeyOf } from '../hooks/framework/wire/apply.js'
 
 /**
  * What Metacontroller v4.17.2 does with a CompositeController's sync answer, with its default apply strategy
  * (`--apply-strategy=dynamic-apply`): which children it deletes, creates, updates, deletes to recreate, or leaves as
  * they are, field by field, and the status it writes. Each rule names the place in Metacontroller's source
- * (github.com/metacontroller/metacontroller, tag v4.17.2) that it follows.
+ * (github.com/metacontroller/metacontroller, tag v4.17.2) that it follows. The merge of one child is the hook's own
+ * model of the apply (hooks/framework/wire/apply.ts), so that the hook and this plan cannot disagree on it.
  */
+
+export { applyUpdate }
 
 type Json = Record<string, any>
 
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
-
-/** Go's fmt `%v` of a merge key's value, which is what items are matched by (apply.go:191-199). */
-function mergeKeyOf (item: Json, key: string): string {
-  const value = item[key]
-  return typeof value === 'string' ? value : value === null || value === undefined ? '<nil>' : String(value)
-}
-
-/**
- * The diff from `lastApplied` to `desired`, applied to `destination` (mutated, as apply.go does): a field the last
- * answer had and this one has not is removed, every field of this answer is set, and everything else (what the API
- * server and other controllers set) is kept. A value where an object or list was is taken as empty, as Go's type
- * assertions leave it (apply.go:81-132).
- */
-function merge (destination: unknown, lastApplied: unknown, desired: unknown): unknown {
-  if (isObject(destination)) return mergeObject(destination, isObject(lastApplied) ? lastApplied : {}, isObject(desired) ? desired : {})
-  if (Array.isArray(destination)) return mergeArray(destination, Array.isArray(lastApplied) ? lastApplied : [], Array.isArray(desired) ? desired : undefined)
-  return structuredClone(desired)
-}
-
-/** A key's own value: a key such as `constructor` is a field like any other. */
-const own = (object: Json, key: string): unknown => Object.hasOwn(object, key) ? object[key] : undefined
-
-function mergeObject (destination: Json, lastApplied: Json, desired: Json): Json {
-  for (const key of Object.keys(lastApplied)) {
-    if (!Object.hasOwn(desired, key)) delete destination[key]
-  }
-  for (const [key, value] of Object.entries(desired)) destination[key] = merge(own(destination, key), own(lastApplied, key), value)
-  return destination
-}
-
-/** A list of objects sharing a merge key is merged item by item, keeping the order it had; any other list is replaced (apply.go:134-189). */
-function mergeArray (destination: unknown[], lastApplied: unknown[], desired: unknown[] | undefined): unknown {
-  const key = listMapKey([destination, lastApplied, desired ?? []])
-  if (key === undefined) return desired === undefined ? null : structuredClone(desired)
-  const byKey = (list: unknown[]): Json => Object.fromEntries((list as Json[]).map((item) => [mergeKeyOf(item, key), item]))
-  const merged = mergeObject(byKey(destination), byKey(lastApplied), byKey(desired ?? []))
-  const order = [...(destination as Json[]), ...((desired ?? []) as Json[])].map((item) => mergeKeyOf(item, key))
-  return [...new Set(order)].filter((itemKey) => Object.hasOwn(merged, itemKey)).map((itemKey) => merged[itemKey])
-}
-
-/** Sets `path` of `target` to what it is in `source`, or removes it where `source` has none (manage_children.go:103-123). */
-function revert (target: Json, source: Json, path: string[]): void {
-  const parentOf = (object: Json): Json | undefined => path.slice(0, -1).reduce<Json | undefined>((at, key) => isObject(at?.[key]) ? at[key] : undefined, object)
-  const last = path[path.length - 1] as string
-  const from = parentOf(source)
-  if (from !== undefined && last in from) {
-    let at = target
-    for (const key of path.slice(0, -1)) at = isObject(at[key]) ? at[key] : (at[key] = {})
-    at[last] = structuredClone(from[last])
-  } else {
-    delete parentOf(target)?.[last]
-  }
-}
-
-/**
- * The object Metacontroller would write over `observed` for the desired child (ApplyUpdate, manage_children.go:41-74):
- * a three-way merge of the observed object, the last answer (its last-applied annotation) and this answer, with the
- * system fields and the status as observed, and this answer as the new annotation. Throws where Metacontroller's
- * sync would fail: an annotation that is not JSON.
- */
-export function applyUpdate (observed: KubernetesObject, desired: KubernetesObject): KubernetesObject {
-  const annotation = observed.metadata.annotations?.[LAST_APPLIED]
-  let lastApplied: unknown = null
-  if (annotation !== undefined && annotation !== '') {
-    try {
-      lastApplied = JSON.parse(annotation)
-    } catch (error) {
-      throw new Error(`its ${LAST_APPLIED} annotation is not JSON (${(error as Error).message}), so Metacontroller's sync fails on it until the annotation is repaired or removed`)
-    }
-  }
-  const answer = structuredClone(desired) as Json
-  if (isObject(answer.metadata?.annotations)) delete answer.metadata.annotations[LAST_APPLIED]
-  const merged = merge(structuredClone(observed), lastApplied, answer) as Json
-  // ObjectMeta's read-only fields, which the API server sets, are never a difference (manage_children.go:76-101).
-  for (const field of SYSTEM_METADATA) revert(merged, observed, ['metadata', field])
-  revert(merged, observed, ['status'])
-  merged.metadata = { ...merged.metadata, annotations: { ...merged.metadata?.annotations, [LAST_APPLIED]: goJson(answer) } }
-  return merged as KubernetesObject
-}
 
 /** One field that differs: its path, and its value before and after (absent on the side that has none), or what changes in words. */
 export interface FieldChange {

@@ -8,7 +8,7 @@ import type { CompositeRequest, KubernetesObject, ObjectMap } from '../hooks/fra
 import { customResource } from '../dev/api-server/custom-resource.js'
 import { addSeconds, hashNumber, uidFor } from '../dev/api-server/encoding.js'
 import { afterSync, syncRequest } from '../dev/api-server/metacontroller.js'
-import { goJson } from '../hooks/framework/wire/last-applied.js'
+import { goJson } from '../hooks/framework/wire/apply.js'
 import { NOW, syncAnswer } from '../dev/hook-answer.js'
 import { observedChildren, readObjects } from '../dev/observed-children.js'
 

@@ -11,7 +11,7 @@ export function sortedKeys<T> (value: T): T {
 }
 
 /** JSON as Go writes it: the last-applied annotations. */
-export { goJson } from '../../hooks/framework/wire/last-applied.js'
+export { goJson } from '../../hooks/framework/wire/apply.js'
 
 export function digest (text: string): string {
   return createHash('sha256').update(text).digest('hex')

@@ -7,7 +7,7 @@ import { sortedKeys, uidFor } from './encoding.js'
 
 /** What Metacontroller adds to a desired child before it applies it, and the controller object it sends in every request. */
 
-export { LAST_APPLIED_ANNOTATION as LAST_APPLIED } from '../../hooks/framework/wire/last-applied.js'
+export { LAST_APPLIED_ANNOTATION as LAST_APPLIED } from '../../hooks/framework/wire/apply.js'
 
 /** The desired child as Metacontroller sends it to the API server: in the parent's namespace, with its selector label. */
 export function asApplied (parent: KubernetesObject, desired: KubernetesObject): KubernetesObject {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { LAST_APPLIED_ANNOTATION } from '../../hooks/framework/wire/last-applied.js'
+import { LAST_APPLIED_ANNOTATION } from '../../hooks/framework/wire/apply.js'
 
 /** What a hook answers for a parent whose spec it cannot interpret (hooks/framework/invalid-spec.ts), as the tests check it. */
 

@@ -2,18 +2,13 @@ import assert from 'node:assert/strict'
 import { readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { goJson, LAST_APPLIED_ANNOTATION, unchangingAnswer, type Stamp } from '../../../hooks/framework/wire/last-applied.js'
+import { isDeepStrictEqual } from 'node:util'
+import { applyUpdate, goJson, LAST_APPLIED_ANNOTATION } from '../../../hooks/framework/wire/apply.js'
+import { unchangingAnswer, type Stamp } from '../../../hooks/framework/wire/last-applied.js'
 import type { KubernetesObject } from '../../../hooks/framework/wire/schemas.js'
 import { fixture } from '../../helpers/fixtures.js'
 
 type Json = Record<string, any>
-
-test('goJson writes what Go\'s encoding/json writes', () => {
-  const value = JSON.parse('{"b":"x<y>&z \\u2028\\u2029 \\b\\f\\n\\r\\t\\u0001\\u001f\\u007f \\"q\\" \\\\ é 🐘","a":[1,-2,9007199254740991,{"𝒜":1,"ｚ":2,"z":3}],"n":null,"t":true,"f":1.5}')
-  // What json.Marshal (Go 1.26) printed for the same text, decoded into a map[string]interface{}.
-  const go = '{"a":[1,-2,9007199254740991,{"z":3,"ｚ":2,"𝒜":1}],"b":"x\\u003cy\\u003e\\u0026z \\u2028\\u2029 \\b\\f\\n\\r\\t\\u0001\\u001f\u007f \\"q\\" \\\\ é 🐘","f":1.5,"n":null,"t":true}'
-  assert.equal(goJson(value), go)
-})
 
 test('every child a real Metacontroller v4.17.2 sent can be answered as it is: its annotation reads back byte for byte', () => {
   const corpus = join(import.meta.dirname, '..', '..', 'fixtures', 'conformance', 'metacontroller-v4.17.2')
@@ -110,4 +105,42 @@ test('a decorator\'s attachment must carry the DecoratorController\'s annotation
   const child = withLastApplied(pod(), (applied) => { applied.metadata.annotations = { 'metacontroller.k8s.io/decorator-controller': 'podset-decorator' } })
   child.metadata.annotations['metacontroller.k8s.io/decorator-controller'] = 'podset-decorator'
   assert.ok('answer' in unchangingAnswer(child as KubernetesObject, stamp))
+})
+
+test('the hook finds an unchanging answer exactly where Metacontroller\'s apply, as render --diff plans it, changes nothing', () => {
+  /** A field set alike in the child and in its last-applied configuration, or, given `observed`, otherwise in the child. */
+  const both = (applied: unknown, observed: unknown = applied) => (child: Json): Json => {
+    child.spec.extra = structuredClone(observed)
+    return withLastApplied(child, (record) => { record.spec.extra = structuredClone(applied) })
+  }
+  const cases: Array<[string, (child: Json) => Json]> = [
+    ['as applied', (child) => child],
+    ['a list keyed by a name that is null', both([{ name: null, value: 1 }])],
+    ['a list keyed by a name that is true', both([{ name: true, value: 1 }])],
+    ['a list keyed by ports that are no integers', both([{ port: 1.5 }, { port: 1e6 }, { port: 80 }])],
+    ['a list keyed by names that are objects', both([{ name: { b: [1, 'x'], a: null } }])],
+    ['a list with a name twice', both([{ name: 'a', value: 1 }, { name: 'a', value: 2 }])],
+    ['a list of objects keyed by port 80 in one and "80" in the other', both([{ port: 80, value: 1 }], [{ port: '80', value: 1 }])],
+    ['an object where the record has text', both('text', { a: 1 })],
+    ['text where the record has an object', both({ a: 1 }, 'text')],
+    ['a list where the record has an object', both({ a: 1 }, [{ a: 1 }])],
+    ['an item another controller added to a keyed list', both([{ name: 'a' }], [{ name: 'a' }, { name: 'b' }])],
+    ['a changed image', (child) => { child.spec.containers[0].image = 'busybox:1.37'; return child }],
+    ['a reordered command', (child) => { child.spec.containers[0].command.reverse(); return child }]
+  ]
+  const disagreements = cases.flatMap(([what, change]) => {
+    const child = change(pod()) as KubernetesObject
+    const hookKeeps = 'answer' in unchangingAnswer(child, STAMP)
+    const applyKeeps = isDeepStrictEqual(applyUpdate(child, lastApplied(child) as KubernetesObject), child)
+    return hookKeeps === applyKeeps ? [] : [`${what}: the hook ${hookKeeps ? 'keeps' : 'changes'} it, the apply ${applyKeeps ? 'keeps' : 'changes'} it`]
+  })
+  assert.deepEqual(disagreements, [])
+})
+
+test('a child nested far deeper than its last-applied configuration, beside it and in its status, is kept without being copied or walked', () => {
+  const child = pod()
+  const deep = (): unknown => JSON.parse('{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000))
+  child.spec.injected = deep()
+  child.status.injected = deep()
+  assert.deepEqual(unchangingAnswer(child as KubernetesObject, STAMP), { answer: lastApplied(child) })
 })
