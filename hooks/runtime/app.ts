@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import type { AddressInfo } from 'node:net'
 import type { ValidatorFactory } from '@fastify/ajv-compiler'
 import { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchemaCompiler, type FastifyServerOptions } from 'fastify'
 import type { TSchema } from '@sinclair/typebox'
@@ -86,11 +87,14 @@ const PROBE_PATHS = ['/healthz', '/readyz', '/metrics']
  * The probe port's application: health, readiness and metrics, and for anything else a 404 or 405 that says where
  * the hooks are, answered before a body is read (a hook request sent here is larger than the port's body limit).
  */
-export async function probeApp (fastify: FastifyInstance, options: { config: Config, probes: Probes }): Promise<void> {
+export async function probeApp (fastify: FastifyInstance, options: { config: Config, probes: Probes, hookPort?: () => number }): Promise<void> {
   const { config } = options
+  // The ports listened on, which PORT=0 and HOOKS_PROBE_PORT=0 leave to the system.
+  const probePort = (): number => (fastify.server.address() as AddressInfo | null)?.port ?? config.probePort
+  const hookPort = options.hookPort ?? (() => config.port)
   fastify.setErrorHandler(errorHandler(config, []))
   answerMisdirected(fastify, new Map(PROBE_PATHS.map((path) => [path, 'GET, HEAD'])), (method, path) =>
-    `no ${method} ${path} on the probe port (HOOKS_PROBE_PORT, ${config.probePort}), which serves GET /healthz, /readyz and /metrics only: the hooks are served on PORT (${config.port})`)
+    `no ${method} ${path} on the probe port (HOOKS_PROBE_PORT, ${probePort()}), which serves GET /healthz, /readyz and /metrics only: the hooks are served on PORT (${hookPort()})`)
   await fastify.register(probeRoutes, { probes: options.probes })
 }
 

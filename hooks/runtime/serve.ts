@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import { app, probeApp, probeServerOptions, serverOptions } from './app.js'
@@ -69,7 +70,7 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
   const probes = createProbes({ config, io, lifecycle, log: fastify.log })
   await fastify.register(app, { config, controllers, io, lifecycle, probes })
   const probeServer = Fastify(probeServerOptions(fastify.log))
-  await probeServer.register(probeApp, { config, probes })
+  await probeServer.register(probeApp, { config, probes, hookPort: () => (fastify.server.address() as AddressInfo).port })
 
   async function shutdown (signal: string): Promise<void> {
     if (lifecycle.draining) return
@@ -106,7 +107,9 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
       process.exit(1)
     }
   }
-  fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description, probePort: (probeServer.server.address() as { port: number }).port }, 'hook server ready')
+  // The ports as listened on: PORT=0 or HOOKS_PROBE_PORT=0 leave them to the system, and this line says which it chose.
+  const portOf = (server: typeof fastify | typeof probeServer): number => (server.server.address() as AddressInfo).port
+  fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description, port: portOf(fastify), probePort: portOf(probeServer) }, 'hook server ready')
   // Checked once now, so that a database that cannot be reached (a wrong password, a wrong host) is said at start-up,
   // not at the first probe; a change is logged, an unchanged state is not.
   void probes.database?.state()

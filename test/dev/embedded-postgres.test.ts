@@ -7,7 +7,6 @@ import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { EmbeddedPostgresError, startEmbeddedPostgres } from '../../dev/embedded-postgres.js'
-import { freePort } from '../../dev/free-port.js'
 
 /** A data directory of the test's own, removed afterwards. */
 async function dataDirectory (t: TestContext): Promise<string> {
@@ -99,17 +98,19 @@ test('a PostgreSQL whose owner still runs is reported with the owner\'s pid and 
 
 test('a PostgreSQL left running by a process that was SIGKILLed is stopped, and the next start takes the directory over', async (t) => {
   const dataDir = await dataDirectory(t)
-  const port = await freePort()
   // A process of its own starts PostgreSQL, says so, and is then SIGKILLed: its PostgreSQL keeps running.
   const owner = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
     import { startEmbeddedPostgres } from ${JSON.stringify(join(import.meta.dirname, '..', '..', 'dev', 'embedded-postgres.ts'))}
-    const postgres = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, port: ${port}, persistent: true })
-    process.stdout.write('pid ' + postgres.pid() + '\\n')
+    const postgres = await startEmbeddedPostgres({ dataDir: ${JSON.stringify(dataDir)}, persistent: true })
+    process.stdout.write('pid ' + postgres.pid() + ' port ' + postgres.port + '\\n')
     setInterval(() => {}, 1000)
   `], { stdio: ['ignore', 'pipe', 'inherit'] })
   t.after(() => { owner.kill('SIGKILL') })
-  const leftover = await new Promise<number>((resolve, reject) => {
-    owner.stdout.on('data', (chunk: Buffer) => { resolve(Number(/pid (\d+)/.exec(chunk.toString())?.[1])) })
+  const [leftover, port] = await new Promise<[number, number]>((resolve, reject) => {
+    owner.stdout.on('data', (chunk: Buffer) => {
+      const [, pid, on] = /pid (\d+) port (\d+)/.exec(chunk.toString()) ?? []
+      resolve([Number(pid), Number(on)])
+    })
     owner.once('exit', (code) => { reject(new Error(`the owner process exited with ${code}`)) })
   })
   owner.kill('SIGKILL')

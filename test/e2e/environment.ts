@@ -4,7 +4,6 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { controllers } from '../../hooks/controllers.js'
-import { freePort } from '../../dev/free-port.js'
 import { startPostgres, type PostgresProcess } from '../../dev/postgres-process.js'
 import { spawnServer } from '../../dev/server-process.js'
 import { startCluster, type Cluster } from './rig/cluster.js'
@@ -31,7 +30,7 @@ export const RESYNC_PERIOD_SECONDS = 5
 const VOLUME_CONTROLLERS = ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller', 'persistentvolume-protection-controller']
 
 export interface HookServer {
-  /** Where the hooks are served, `http://127.0.0.1:<port>`. */
+  /** Where the hooks are served, on a port the system picked. */
   url: string
   /** Where /metrics is served (HOOKS_PROBE_PORT), `host:port`. */
   probeAddress: string
@@ -83,15 +82,14 @@ export async function startEnvironment (options: EnvironmentOptions = {}): Promi
     Object.assign(timings, Object.fromEntries(Object.entries(cluster.timings).map(([part, ms]) => [`cluster: ${part}`, ms])))
 
     t0 = Date.now()
-    const port = await freePort()
-    const hookServer = await startHookServer(port, { DATABASE_URL: postgres.connectionString, ...options.hookServerEnv }, cluster.logsDir, cleanups)
+    const hookServer = await startHookServer({ DATABASE_URL: postgres.connectionString, ...options.hookServerEnv }, cluster.logsDir, cleanups)
     timings['hook server'] = Date.now() - t0
 
     t0 = Date.now()
     const hookVersion = cluster.metacontroller !== undefined && metacontrollerSupportsHookV2(cluster.metacontroller.crds) ? 'v2' : 'v1'
     const overlay = await temporaryDir('e2e-overlay-', cleanups)
     await writeOverlay(controllers, join(root, 'manifests'), overlay, {
-      hookServerUrl: `http://127.0.0.1:${port}`,
+      hookServerUrl: hookServer.url,
       resyncPeriodSeconds: RESYNC_PERIOD_SECONDS,
       stripHookVersion: hookVersion === 'v1'
     })
@@ -136,15 +134,14 @@ async function output (file: string, args: string[]): Promise<string> {
   return stdout
 }
 
-async function startHookServer (port: number, env: Record<string, string>, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
+async function startHookServer (env: Record<string, string>, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
   const logFile = join(logsDir, 'hook-server.log')
-  const probePort = await freePort()
-  const server = spawnServer({ port, probePort, env: { LOG_LEVEL: 'info', ...env }, output: { file: logFile } })
+  const server = spawnServer({ env: { LOG_LEVEL: 'info', ...env }, output: { file: logFile } })
   cleanups.push(async () => { await server.stop() })
   await server.listening(60_000)
   return {
     url: server.url,
-    probeAddress: `127.0.0.1:${probePort}`,
+    probeAddress: new URL(server.probeUrl).host,
     logFile,
     logLines: () => server.output().split('\n').flatMap((line) => {
       try {

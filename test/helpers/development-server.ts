@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { developmentDataDir } from '../../dev/embedded-postgres.js'
-import { freePort } from '../../dev/free-port.js'
 import { spawnServer, withoutDatabase, type ServerProcess } from '../../dev/server-process.js'
 
 /**
@@ -22,11 +21,11 @@ export async function checkout (t: TestContext): Promise<string> {
 }
 
 /**
- * `npm start`'s entry point (of this checkout, unless given) run in `cwd` with no database setting, on a free port,
- * without waiting for it; stopped when the test ends.
+ * `npm start`'s entry point (of this checkout, unless given) run in `cwd` with no database setting, on ports the
+ * system picks, without waiting for it; stopped when the test ends.
  */
-export async function startDevelopmentServer (t: TestContext, cwd: string, env: Record<string, string> = {}, entry = 'scripts/start.ts'): Promise<ServerProcess> {
-  const server = spawnServer({ cwd, entry, port: await freePort(), env: { ...withoutDatabase(), ...env } })
+export function startDevelopmentServer (t: TestContext, cwd: string, env: Record<string, string> = {}, entry = 'scripts/start.ts'): ServerProcess {
+  const server = spawnServer({ cwd, entry, env: { ...withoutDatabase(), ...env } })
   t.after(async () => { await server.stop() })
   return server
 }

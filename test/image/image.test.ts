@@ -4,7 +4,6 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { basename, join, relative } from 'node:path'
 import { after, before, test } from 'node:test'
-import { freePort } from '../../dev/free-port.js'
 import { controllers } from '../../hooks/controllers.js'
 import { answersFromRequestAlone } from '../../hooks/http/etag.js'
 import { fixtureNames, fixturePath } from '../helpers/fixtures.js'
@@ -29,11 +28,10 @@ before(() => {
 })
 after(() => { if (container !== '') buildah('rm', container) })
 
-/** Starts the image's entrypoint in the container with these environment variables, on `port`. */
-function run (env: Record<string, string>, port = 0): ServerProcess {
+/** Starts the image's entrypoint in the container with these environment variables. */
+function run (env: Record<string, string>): ServerProcess {
   const server = spawnServer({
     command: ['buildah', 'run', '--isolation', 'chroot', ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]), container, '--', ...entrypoint],
-    port,
     processGroup: true
   })
   after(async () => { await server.stop(0) })
@@ -92,12 +90,11 @@ test('the image holds the built server and none of the development dependencies 
 test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and /readyz on both ports, writes a PostgresWriter row, answers every controller that needs no database as its first fixture says, and stops on SIGTERM', async (t) => {
   const postgres = await startPostgres()
   t.after(async () => { await postgres.remove() })
-  const [port, probePort] = [await freePort(), await freePort()]
-  // The image sets HOOKS_PROBE_PORT=8081; the container shares the host's network, so the test picks a free one.
-  const server = run({ DATABASE_URL: postgres.connectionString, PORT: String(port), HOOKS_PROBE_PORT: String(probePort), HOST: '127.0.0.1', HOOKS_SHUTDOWN_DELAY: '0' }, port)
+  // The image sets HOOKS_PROBE_PORT=8081; the container shares the host's network, so the system picks both ports.
+  const server = run({ DATABASE_URL: postgres.connectionString, PORT: '0', HOOKS_PROBE_PORT: '0', HOST: '127.0.0.1', HOOKS_SHUTDOWN_DELAY: '0' })
+  await server.listening(30_000)
   const { url } = server
-  await server.logged('hook server ready', 30_000)
-  for (const base of [url, `http://127.0.0.1:${probePort}`]) {
+  for (const base of [url, server.probeUrl]) {
     assert.equal((await fetch(`${base}/healthz`)).status, 200, base)
     assert.equal((await fetch(`${base}/readyz`)).status, 200, base)
   }
@@ -124,7 +121,7 @@ test('against a PostgreSQL on the host it runs as uid 1000, answers /healthz and
 })
 
 test('without a database setting it starts no database: one line names the variables to set, and the exit code is 1', async () => {
-  const server = run({ PORT: String(await freePort()), HOOKS_PROBE_PORT: String(await freePort()) })
+  const server = run({ PORT: '0', HOOKS_PROBE_PORT: '0' })
   assert.equal(await server.exited, 1, server.output())
   const lines = logLines(server.output())
   assert.equal(lines.length, 1, server.output())

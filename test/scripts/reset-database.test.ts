@@ -23,7 +23,7 @@ test('db:reset refuses while npm start runs on the database, removes it once sto
   const dataDir = developmentDataDir(cwd)
   assert.deepEqual(reset(cwd), { status: 0, output: `no development database in ${dataDir}: nothing to remove\n` })
 
-  const first = await startDevelopmentServer(t, cwd)
+  const first = startDevelopmentServer(t, cwd)
   await first.logged('hook server ready')
   const sync = async (url: string): Promise<string> => {
     const response = await fetch(`${url}/postgres-writer/sync`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: await readFile(fixturePath('postgres-writer', 'sync-create')) })
@@ -42,7 +42,7 @@ test('db:reset refuses while npm start runs on the database, removes it once sto
   assert.deepEqual(reset(cwd), { status: 0, output: `removed the development database in ${dataDir}: the next npm start creates an empty one\n` })
   assert.equal(existsSync(dataDir), false)
 
-  const second = await startDevelopmentServer(t, cwd)
+  const second = startDevelopmentServer(t, cwd)
   await second.logged('hook server ready')
   assert.equal(await sync(second.url), 'RowWritten', 'the finalize was forgotten with the database')
 })

@@ -30,7 +30,7 @@ const timeout = 120_000
 
 test('SIGTERM with the embedded database: the server keeps listening for HOOKS_SHUTDOWN_DELAY, logs "stopped", exits 0 and stops PostgreSQL', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = await startDevelopmentServer(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1' })
+  const server = startDevelopmentServer(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1' })
   await server.logged('hook server ready')
   const started = performance.now()
   server.process.kill('SIGTERM')
@@ -43,7 +43,7 @@ test('SIGTERM with the embedded database: the server keeps listening for HOOKS_S
 
 test('the development database is durable: it flushes the WAL at every commit, as a database whose data is kept must', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = await startDevelopmentServer(t, cwd)
+  const server = startDevelopmentServer(t, cwd)
   await server.logged('hook server ready')
   const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${postmaster(cwd).port}/postgres` })
   await client.connect()
@@ -54,7 +54,7 @@ test('the development database is durable: it flushes the WAL at every commit, a
 
 test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the loss and exits 0 within a few seconds', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = await startDevelopmentServer(t, cwd)
+  const server = startDevelopmentServer(t, cwd)
   await server.logged('hook server ready')
   process.kill(postmaster(cwd).pid, 'SIGKILL')
   await server.logged('the embedded PostgreSQL stopped (killed by SIGKILL)')
@@ -70,10 +70,10 @@ test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the
 
 test('a second server in the same checkout names the first one\'s pid, exits 1, and leaves the first one\'s PostgreSQL running', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const first = await startDevelopmentServer(t, cwd)
+  const first = startDevelopmentServer(t, cwd)
   await first.logged('hook server ready')
 
-  const second = await startDevelopmentServer(t, cwd)
+  const second = startDevelopmentServer(t, cwd)
   assert.equal(await second.exited, 1, second.output())
   const lines = second.output().trim().split('\n')
   assert.equal(lines.length, 1, second.output())
@@ -87,7 +87,7 @@ test('an embedded PostgreSQL that cannot start stops the server with one line an
   const dataDir = developmentDataDir(cwd)
   await mkdir(dataDir, { recursive: true })
   await writeFile(join(dataDir, 'PG_VERSION'), '9.6\n')
-  const server = await startDevelopmentServer(t, cwd)
+  const server = startDevelopmentServer(t, cwd)
   assert.equal(await server.exited, 1, server.output())
   const lines = server.output().trim().split('\n')
   assert.equal(lines.length, 1, server.output())
@@ -112,7 +112,7 @@ test('a checkout in a folder only root may enter: the server reaches ready and t
   const linked = spawnSync('cp', ['-al', join(root, 'node_modules'), join(copy, 'node_modules')])
   if (linked.status !== 0) await cp(join(root, 'node_modules'), join(copy, 'node_modules'), { recursive: true, verbatimSymlinks: true })
 
-  const server = await startDevelopmentServer(t, copy, {}, join(copy, 'scripts', 'start.ts'))
+  const server = startDevelopmentServer(t, copy, {}, join(copy, 'scripts', 'start.ts'))
   await server.logged('hook server ready')
   await waitForReadiness(server, 200, 10_000, 'up')
   server.process.kill('SIGTERM')
