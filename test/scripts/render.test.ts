@@ -7,13 +7,27 @@ import { test, type TestContext } from 'node:test'
 import { parse, stringify } from 'yaml'
 import { controllers } from '../../hooks/controllers.js'
 import { answersFromRequestAlone } from '../../hooks/http/etag.js'
+import { CommandError } from '../../dev/command.js'
+import { render } from '../../dev/render.js'
 import { fixture } from '../helpers/fixtures.js'
+
+/**
+ * `npm run render` (dev/render.ts) called in-process, as its entry point calls it; one test runs the command itself,
+ * for what only the process shows: npm's banner.
+ */
 
 const root = join(import.meta.dirname, '..', '..')
 
-/** `npm run [-s] render -- <args>`, as docs/render.md has it. */
-function npmRender (args: string[], silent = true, input?: string): { status: number | null, stdout: string, stderr: string } {
-  return spawnSync('npm', ['run', ...silent ? ['-s'] : [], 'render', '--', ...args], { cwd: root, encoding: 'utf8', timeout: 60_000, input })
+/** What `npm run -s render -- <args>` prints, and exits with: its output, or its one-line refusal and status 1. */
+async function runRender (args: string[], input = ''): Promise<{ status: number, stdout: string, stderr: string }> {
+  let stdout = ''
+  try {
+    await render(args, controllers, { cwd: root, stdin: async () => input, stdout: (text) => { stdout += text } })
+    return { status: 0, stdout, stderr: '' }
+  } catch (error) {
+    if (!(error instanceof CommandError)) throw error
+    return { status: 1, stdout, stderr: `${error.message}\n` }
+  }
 }
 
 async function file (t: TestContext, name: string, text: string): Promise<string> {
@@ -24,14 +38,14 @@ async function file (t: TestContext, name: string, text: string): Promise<string
   return path
 }
 
-test('npm run -s render prints the answer as YAML and nothing else, so it can be redirected to a file', () => {
-  const rendered = npmRender(['manifests/examples/podset.yaml'])
-  assert.equal(rendered.status, 0, rendered.stderr)
-  const answer = parse(rendered.stdout)
+test('npm run -s render prints the answer as YAML and nothing else, so it can be redirected to a file; without -s npm\'s banner comes first', () => {
+  const npm = (silent: boolean): ReturnType<typeof spawnSync> => spawnSync('npm', ['run', ...silent ? ['-s'] : [], 'render', '--', 'manifests/examples/podset.yaml'], { cwd: root, encoding: 'utf8', timeout: 60_000 })
+  const rendered = npm(true)
+  assert.equal(rendered.status, 0, String(rendered.stderr))
+  const answer = parse(String(rendered.stdout))
   assert.deepEqual(answer.children.map((child: any) => `${child.kind} ${child.metadata.name}`), ['Pod podset-sample-pod-0'])
   assert.equal(answer.status.readyReplicas, 0)
-  // Why the README says -s: without it, npm puts its banner first.
-  assert.match(npmRender(['manifests/examples/podset.yaml'], false).stdout, /^\s*> metacontroller-hooks@[^\n]* render/)
+  assert.match(String(npm(false).stdout), /^\s*> metacontroller-hooks@[^\n]* render/)
 })
 
 test('observed children of the controller\'s kinds are used; objects of any other kind are refused, each named', async (t) => {
@@ -43,36 +57,36 @@ test('observed children of the controller\'s kinds are used; objects of any othe
     status: { phase: 'Running' }
   }
   const pods = await file(t, 'pods.yaml', stringify({ apiVersion: 'v1', kind: 'List', items: [pod] }))
-  const used = npmRender(['manifests/examples/podset.yaml', '--observed', pods])
+  const used = await runRender(['manifests/examples/podset.yaml', '--observed', pods])
   assert.equal(used.status, 0, used.stderr)
   assert.equal(parse(used.stdout).status.readyReplicas, 1)
 
   const service = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' } }
   const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'app', namespace: 'shop' } }
   const mixed = await file(t, 'mixed.yaml', [pod, service, deployment].map((object) => stringify(object)).join('---\n'))
-  const refused = npmRender(['manifests/examples/podset.yaml', '--observed', mixed])
+  const refused = await runRender(['manifests/examples/podset.yaml', '--observed', mixed])
   assert.equal(refused.status, 1)
   assert.equal(refused.stdout, '')
   assert.equal(refused.stderr.trim(), `--observed ${mixed}: v1 Service default/web and apps/v1 Deployment shop/app are not children of podset, which owns v1 Pod; leave them out`)
 })
 
-test('bad arguments get the usage line', () => {
+test('bad arguments get the usage line', async () => {
   for (const args of [[], ['manifests/examples/podset.yaml', '--observed'], ['manifests/examples/podset.yaml', '--output', 'x.yaml']]) {
-    const result = npmRender(args)
+    const result = await runRender(args)
     assert.equal(result.status, 1, args.join(' '))
     assert.match(result.stderr, /usage: npm run -s render -- <custom-resource\.yaml> \[--observed <children\.yaml>\] \[--diff\]/)
   }
 })
 
-test('the README\'s example: a BookStore renders its five children', () => {
-  const rendered = npmRender(['manifests/examples/bookstore.yaml'])
+test('the README\'s example: a BookStore renders its five children', async () => {
+  const rendered = await runRender(['manifests/examples/bookstore.yaml'])
   assert.equal(rendered.status, 0, rendered.stderr)
   assert.deepEqual(parse(rendered.stdout).children.map((child: any) => child.kind), ['Service', 'StatefulSet', 'PersistentVolumeClaim', 'Service', 'Deployment'])
 })
 
-test('every controller that answers offline renders its example', () => {
+test('every controller that answers offline renders its example', async () => {
   for (const controller of controllers.filter((c) => c.type === 'composite' && answersFromRequestAlone(c))) {
-    const rendered = npmRender([`manifests/examples/${controller.name}.yaml`])
+    const rendered = await runRender([`manifests/examples/${controller.name}.yaml`])
     assert.equal(rendered.status, 0, `${controller.name}: ${rendered.stderr}`)
     assert.ok(Array.isArray(parse(rendered.stdout).children), controller.name)
   }
@@ -86,7 +100,7 @@ async function planOf (t: TestContext, controller: string, name: string): Promis
   const request = fixture(controller, name)
   const parent = await file(t, 'parent.yaml', stringify(request.parent))
   const children = await file(t, 'children.yaml', stringify({ apiVersion: 'v1', kind: 'List', items: Object.values(request.children).flatMap((group) => Object.values(group as object)) }))
-  const rendered = npmRender([parent, '--observed', children, '--diff'])
+  const rendered = await runRender([parent, '--observed', children, '--diff'])
   assert.equal(rendered.status, 0, rendered.stderr)
   return parse(rendered.stdout)
 }
@@ -120,11 +134,11 @@ test('--observed - reads the children from standard input; a parent read from a 
   const request = fixture('podset', 'scale-down')
   const parent = await file(t, 'parent.json', JSON.stringify(request.parent))
   const pods = Object.values(request.children['Pod.v1'] as object)
-  const piped = npmRender([parent, '--observed', '-', '--diff'], true, stringify({ apiVersion: 'v1', kind: 'List', items: pods }))
+  const piped = await runRender([parent, '--observed', '-', '--diff'], stringify({ apiVersion: 'v1', kind: 'List', items: pods }))
   assert.equal(piped.status, 0, piped.stderr)
   assert.equal(parse(piped.stdout).delete.length, 4)
   const stranger = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'default', labels: { app: 'web' } } }
-  const refused = npmRender([parent, '--observed', '-', '--diff'], true, stringify({ apiVersion: 'v1', kind: 'List', items: [...pods, stranger] }))
+  const refused = await runRender([parent, '--observed', '-', '--diff'], stringify({ apiVersion: 'v1', kind: 'List', items: [...pods, stranger] }))
   assert.equal(refused.status, 1)
   assert.equal(refused.stderr.trim(), `--observed -: v1 Pod default/web lacks the label controller-uid=${String(request.parent.metadata.uid)} by which Metacontroller selects the children of PodSet default/sleepers; list only those: kubectl get <kinds> -n default -l controller-uid=${String(request.parent.metadata.uid)} -o yaml`)
 })
@@ -137,7 +151,7 @@ test('--diff: a spec the hook cannot use touches no child; a name it refuses (42
 
   const parent = fixture('podset', 'first-sync').parent
   parent.metadata.name = 'x'.repeat(64)
-  const rendered = npmRender([await file(t, 'parent.json', JSON.stringify(parent)), '--diff'])
+  const rendered = await runRender([await file(t, 'parent.json', JSON.stringify(parent)), '--diff'])
   assert.equal(rendered.status, 0, rendered.stderr)
   assert.match(parse(rendered.stdout).errors[0], /^the hook answers 422 for PodSet default\/x{64}: PodSet name "x{64}" is 64 characters long, but at most 63 characters fit: .* Metacontroller changes nothing, and shows this in a SyncError event on the parent$/)
 })
