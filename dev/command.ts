@@ -26,8 +26,15 @@ export async function readInput (io: CommandIo, path: string): Promise<string> {
   })
 }
 
-/** Runs a tool as a command: a CommandError is one line on stderr and exit code 1, anything else a bug with its stack. */
+/**
+ * Runs a tool as a command: a CommandError is one line on stderr and exit code 1, anything else a bug with its stack.
+ * Output into a pipe that closed (`npm run render -- … | head -3`) ends the command quietly, as it ends `cat`.
+ */
 export async function runCommand (tool: (io: CommandIo) => Promise<void>): Promise<void> {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error
+    process.exit(0)
+  })
   try {
     await tool({ cwd: process.cwd(), stdin: async () => await text(process.stdin), stdout: (output) => { process.stdout.write(output) } })
   } catch (error) {

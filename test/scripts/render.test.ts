@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -12,8 +12,8 @@ import { render } from '../../dev/render.js'
 import { fixture } from '../helpers/fixtures.js'
 
 /**
- * `npm run render` (dev/render.ts) called in-process, as its entry point calls it; one test runs the command itself,
- * for what only the process shows: npm's banner.
+ * `npm run render` (dev/render.ts) called in-process, as its entry point calls it; two tests run the command itself,
+ * for what only the process shows: npm's banner, and its end when the pipe it writes into closes.
  */
 
 const root = join(import.meta.dirname, '..', '..')
@@ -46,6 +46,17 @@ test('npm run -s render prints the answer as YAML and nothing else, so it can be
   assert.deepEqual(answer.children.map((child: any) => `${child.kind} ${child.metadata.name}`), ['Pod podset-sample-pod-0'])
   assert.equal(answer.status.readyReplicas, 0)
   assert.match(String(npm(false).stdout), /^\s*> metacontroller-hooks@[^\n]* render/)
+})
+
+test('render into a pipe that closes first (| head) ends quietly, with exit code 0', async () => {
+  const child = spawn('npm', ['run', '-s', 'render', '--', 'manifests/examples/bookstore.yaml'], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] })
+  // The reading end closes before render writes, as head's does once it has its lines.
+  child.stdout.destroy()
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const status = await new Promise<number | null>((resolve) => child.once('close', resolve))
+  assert.equal(stderr, '')
+  assert.equal(status, 0)
 })
 
 test('observed children of the controller\'s kinds are used; objects of any other kind are refused, each named', async (t) => {
