@@ -112,14 +112,15 @@ const observedKinds = controllers.flatMap((controller) => {
   return [...kinds].map((kind) => ({ controller: controller.name, kind }))
 })
 
-test('the fixtures hold an observed child of every kind each composite controller owns', () => {
-  for (const controller of controllers) {
-    if (controller.type !== 'composite') continue
+for (const controller of controllers) {
+  if (controller.type !== 'composite') continue
+  test(`${controller.name}: its fixtures hold an observed child of every kind it owns, so that hostile values reach each`, () => {
     for (const child of controller.childResources) {
-      assert.ok(observedKinds.some((o) => o.controller === controller.name && o.kind === groupKey(child.kind, child.apiVersion)), `${controller.name}: no fixture observes ${child.resource}`)
+      assert.ok(observedKinds.some((o) => o.controller === controller.name && o.kind === groupKey(child.kind, child.apiVersion)),
+        `no fixture of ${controller.name} observes a ${child.apiVersion} ${child.kind}: add one in which the cluster holds it (npm run new-fixture -- ${controller.name} <case> --after <a case whose answer has it>)`)
     }
-  }
-})
+  })
+}
 
 test('random JSON bodies never get a 500', async (t) => {
   const { app } = await build(t, { env: { PG_TABLE_ALLOWLIST: 'students' } })

@@ -95,13 +95,13 @@ test('the README\'s example: a BookStore renders its five children', async () =>
   assert.deepEqual(parse(rendered.stdout).children.map((child: any) => child.kind), ['Service', 'StatefulSet', 'PersistentVolumeClaim', 'Service', 'Deployment'])
 })
 
-test('every controller that answers offline renders its example', async () => {
-  for (const controller of controllers.filter((c) => c.type === 'composite' && answersFromRequestAlone(c))) {
+for (const controller of controllers.filter((c) => c.type === 'composite' && answersFromRequestAlone(c))) {
+  test(`${controller.name}: npm run render answers its example`, async () => {
     const rendered = await runRender([`manifests/examples/${controller.name}.yaml`])
-    assert.equal(rendered.status, 0, `${controller.name}: ${rendered.stderr}`)
-    assert.ok(Array.isArray(parse(rendered.stdout).children), controller.name)
-  }
-})
+    assert.equal(rendered.status, 0, rendered.stderr)
+    assert.ok(Array.isArray(parse(rendered.stdout).children))
+  })
+}
 
 /**
  * A fixture's parent, and its children as `kubectl get <kinds> -l controller-uid=<uid> -o yaml` prints them (a List),
