@@ -5,24 +5,20 @@ import type { Controller } from '../hooks/framework/controller.js'
 import { CommandError, type CommandIo } from './command.js'
 
 /**
- * npm run check -- [<controller>]
+ * npm run check -- [<controller>...]
  * What a controller's author runs after each edit, in seconds where `npm test` takes minutes: the type check, the lint
- * of the controller's folder, and the tests that hold each registered controller to the contract (its generated
- * manifests are fresh, its fixtures get their golden answers without an update loop, its example is accepted and
- * renders, its fixtures observe every kind it owns), for that controller alone. Without a name: for every controller,
- * with every test that takes the registered controllers, which is what proves a scaffolded controller needs no test
- * edited.
+ * of the controller's folder, and the quick tests that hold each registered controller to the contract, named
+ * `<controller>: …` (its generated manifests are fresh, its fixtures get their golden answers without an update loop
+ * and observe every kind it owns, each answer is a v2 answer, its example is accepted and renders), for the
+ * controllers named, or for every one. The slower contract tests (hostile input, ETags, refused parents) wait for
+ * `npm test`.
  */
 
-/** Test files with a test `<controller>: …` for each registered controller: what `check -- <controller>` runs. */
-export const CONTRACT_TESTS = ['test/controllers.test.ts', 'test/dev/manifests.test.ts', 'test/manifests.test.ts', 'test/fuzz.test.ts', 'test/scripts/render.test.ts']
+/** What `check -- <controller>` runs of the tests named `<controller>: …`: those that take seconds. */
+export const QUICK_TESTS = ['test/controllers.test.ts', 'test/dev/manifests.test.ts', 'test/manifests.test.ts', 'test/scripts/render.test.ts', 'test/framework/wire/schemas.test.ts']
 
-/** Every test file that takes the registered controllers, whatever they are: what `check` runs. */
-export const REGISTRY_TESTS = [
-  ...CONTRACT_TESTS,
-  'test/conformance.test.ts', 'test/framework/custom-resource.test.ts', 'test/framework/parent.test.ts', 'test/framework/wire/schemas.test.ts',
-  'test/http/etag.test.ts', 'test/http/request-body.test.ts', 'test/imports.test.ts', 'test/runtime/app.test.ts', 'test/runtime/probes.test.ts'
-]
+/** Every test file that holds each registered controller to the contract in tests named `<controller>: …`. */
+export const CONTRACT_TESTS = [...QUICK_TESTS, 'test/framework/parent.test.ts', 'test/http/etag.test.ts', 'test/http/request-body.test.ts', 'test/fuzz.test.ts']
 
 const require = createRequire(import.meta.url)
 /** A package's command-line program, by its path in the package (their `exports` leave it out). */
@@ -42,24 +38,25 @@ async function step (name: string, root: string, args: string[], env: Record<str
 }
 
 /**
- * `npm run check` in `root` over the registered `controllers`: one line per step on `io.stdout`, the output of those
- * that failed, and a CommandError saying what to run next when one did.
+ * `npm run check` in `root` over the registered `controllers`: one line per step on `io.stdout`, the failed tests of
+ * a step that failed, and a CommandError saying what to run next when one did.
  */
 export async function check (args: string[], controllers: readonly Controller[], root: string, io: CommandIo): Promise<void> {
-  const [name, ...rest] = args
-  if (rest.length > 0 || name?.startsWith('-') === true) throw new CommandError('usage: npm run check -- [<controller>]')
-  if (name !== undefined && !controllers.some((controller) => controller.name === name)) {
-    throw new CommandError(`no controller is named ${name}: the registered ones are ${controllers.map((c) => c.name).join(', ')}`)
+  const unknown = args.filter((name) => !controllers.some((controller) => controller.name === name))
+  if (unknown.length > 0) {
+    throw new CommandError(`${unknown.some((name) => name.startsWith('-')) ? 'usage: npm run check -- [<controller>...]' : `no controller is named ${unknown.join(' or ')}`}: the registered ones are ${controllers.map((c) => c.name).join(', ')}`)
   }
+  const checked = controllers.filter((controller) => args.length === 0 || args.includes(controller.name))
   const tsx = import.meta.resolve('tsx')
+  const pattern = `--test-name-pattern=^(${checked.map((controller) => controller.name).join('|')}): `
+  // Only PostgresWriter's tests need a database: the test runner starts one for them when DATABASE_URL is not set.
+  const runner = checked.some((controller) => controller.needs.length > 0) ? [join('scripts', 'run-tests.ts')] : ['--test', '--test-reporter=spec']
   const steps = await Promise.all([
     // Incremental: after the first run, only what changed since is checked again.
     step('types', root, [program('typescript', 'bin/tsc'), '--noEmit', '--incremental', '--tsBuildInfoFile', join('.cache', 'check.tsbuildinfo')]),
-    step('lint', root, [program('eslint', 'bin/eslint.js'), name === undefined ? 'hooks' : join('hooks', name)]),
-    name === undefined
-      ? step('tests', root, ['--import', tsx, join('scripts', 'run-tests.ts'), ...REGISTRY_TESTS])
-      // Its own tests need no database; NODE_TEST_CONTEXT would make this run a part of an enclosing one.
-      : step('tests', root, ['--import', tsx, '--test', '--test-reporter=spec', `--test-name-pattern=^${name}: `, ...CONTRACT_TESTS], { NODE_TEST_CONTEXT: undefined })
+    step('lint', root, [program('eslint', 'bin/eslint.js'), ...args.length === 0 ? ['hooks'] : args.map((name) => join('hooks', name))]),
+    // NODE_TEST_CONTEXT would make these tests a part of an enclosing run.
+    step('tests', root, ['--import', tsx, ...runner, pattern, ...QUICK_TESTS], { NODE_TEST_CONTEXT: undefined })
   ])
   for (const { name: what, ok, output, seconds } of steps) {
     // node:test lists every test, then the failed ones again: those are what to read.
@@ -70,5 +67,5 @@ export async function check (args: string[], controllers: readonly Controller[],
   if (failed.length > 0) {
     throw new CommandError(`${failed.join(', ')} failed, above. A manifest that is stale: npm run generate. A fixture whose answer changed on purpose: UPDATE_GOLDEN=1 npm test -- test/controllers.test.ts, then read the diff.`)
   }
-  io.stdout(`${name ?? 'every controller'}: types, lint and ${name === undefined ? 'the tests of the registry' : 'its contract tests'} pass; npm test runs the rest.\n`)
+  io.stdout(`${checked.map((controller) => controller.name).join(', ')}: types, lint and the quick contract tests pass; npm test runs the rest.\n`)
 }

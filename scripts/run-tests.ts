@@ -7,7 +7,7 @@ import { startPostgres } from '../dev/postgres-process.js'
  * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e,
  * test/faults, test/image and test/rules, which have commands of their own) against a real PostgreSQL: DATABASE_URL
  * when set, otherwise an embedded one started here and removed afterwards. When it cannot start, one line says why
- * and the exit code is 1.
+ * and the exit code is 1. Arguments that start with `--` are node:test's own (`--test-name-pattern=…`).
  */
 
 function testFiles (dir: string, skip: string[]): string[] {
@@ -18,7 +18,8 @@ function testFiles (dir: string, skip: string[]): string[] {
   }).sort()
 }
 
-const args = process.argv.slice(2)
+const flags = process.argv.slice(2).filter((arg) => arg.startsWith('--'))
+const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'))
 const files = args.length > 0
   ? args.flatMap((path) => statSync(path).isDirectory() ? testFiles(path, []) : [path])
   : testFiles('test', [join('test', 'e2e'), join('test', 'faults'), join('test', 'image'), join('test', 'rules')])
@@ -37,7 +38,7 @@ if (databaseUrl === undefined || databaseUrl === '') {
   }
 }
 
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...flags, ...files], {
   stdio: 'inherit',
   env: { ...process.env, DATABASE_URL: databaseUrl }
 })

@@ -3,11 +3,12 @@ import { test } from 'node:test'
 import type { Controller } from '../hooks/framework/controller.js'
 import { controllers } from '../hooks/controllers.js'
 import { answersFromRequestAlone } from '../hooks/http/etag.js'
+import { groupKey } from '../hooks/framework/wire/objects.js'
 import type { CompositeRequest } from '../hooks/framework/wire/schemas.js'
 import { planSync } from '../dev/metacontroller-apply.js'
 import { afterSync } from '../dev/api-server/metacontroller.js'
 import { build } from './helpers/app.js'
-import { fixture, fixtureNames } from './helpers/fixtures.js'
+import { fixture, fixtureNames, requestFixtures } from './helpers/fixtures.js'
 import { assertGolden } from './helpers/golden.js'
 
 /**
@@ -48,6 +49,17 @@ for (const controller of offline) {
       }
       const plan = planSync(controller, request.parent, request.children, JSON.parse(answer.text))
       assert.deepEqual([plan.delete, plan.create, plan.update, plan.recreate, plan.leftAsIs, plan.waitForDeletion, plan.status, plan.errors], [[], [], [], [], [], [], [], []], `${name}: once the answers repeat, Metacontroller has something left to do`)
+    }
+  })
+}
+
+for (const controller of controllers) {
+  if (controller.type !== 'composite') continue
+  test(`${controller.name}: its fixtures observe a child of every kind it owns, so that the tests (hostile values among them) reach each`, () => {
+    const observed = new Set(requestFixtures(controller.name).flatMap((request) => Object.keys(request.children ?? {})))
+    for (const child of controller.childResources) {
+      assert.ok(observed.has(groupKey(child.kind, child.apiVersion)),
+        `no fixture of ${controller.name} observes a ${child.apiVersion} ${child.kind}: add one in which the cluster holds it (npm run new-fixture -- ${controller.name} <case> --after <a case whose answer has it>)`)
     }
   })
 }

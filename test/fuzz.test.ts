@@ -5,7 +5,6 @@ import fc from 'fast-check'
 import type pg from 'pg'
 import { hookNames, type Controller } from '../hooks/framework/controller.js'
 import { controllers } from '../hooks/controllers.js'
-import { groupKey } from '../hooks/framework/wire/objects.js'
 import { CompositeResponseSchema, DecoratorResponseSchema } from '../hooks/framework/wire/schemas.js'
 import { build, postText } from './helpers/app.js'
 import { fixture, requestFixtures } from './helpers/fixtures.js'
@@ -102,94 +101,81 @@ function requestOf (controller: Controller, pick: number): Json {
   return structuredClone(fixtures[pick % fixtures.length]) as Json
 }
 
-const byName = new Map(controllers.map((c) => [c.name, c]))
-/** A controller by name: the arbitraries draw names, so that a counterexample stays readable. */
-const controllerNamed = (name: string): Controller => byName.get(name) as Controller
-
 /** Every kind of observed child in the fixtures, with the controller whose requests hold it. */
 const observedKinds = controllers.flatMap((controller) => {
   const kinds = new Set((requests.get(controller.name) ?? []).flatMap((request) => observedIn(request).map((observed) => observed.kind)))
   return [...kinds].map((kind) => ({ controller: controller.name, kind }))
 })
 
+// The properties below draw RUNS_EACH cases for each controller, so that a controller added to the registry is held to
+// them as the others are.
+const RUNS_EACH = RUNS / 4
+
 for (const controller of controllers) {
-  if (controller.type !== 'composite') continue
-  test(`${controller.name}: its fixtures hold an observed child of every kind it owns, so that hostile values reach each`, () => {
-    for (const child of controller.childResources) {
-      assert.ok(observedKinds.some((o) => o.controller === controller.name && o.kind === groupKey(child.kind, child.apiVersion)),
-        `no fixture of ${controller.name} observes a ${child.apiVersion} ${child.kind}: add one in which the cluster holds it (npm run new-fixture -- ${controller.name} <case> --after <a case whose answer has it>)`)
-    }
+  test(`${controller.name}: random JSON bodies never get a 500`, async (t) => {
+    const { app } = await build(t, { controllers: [controller], env: { PG_TABLE_ALLOWLIST: 'students' } })
+    await fc.assert(fc.asyncProperty(fc.constantFrom(...hookNames(controller)), fc.jsonValue({ maxDepth: 6 }), async (hook, body) => {
+      await post(app, controller, hook, body)
+    }), { numRuns: RUNS_EACH })
   })
-}
 
-test('random JSON bodies never get a 500', async (t) => {
-  const { app } = await build(t, { env: { PG_TABLE_ALLOWLIST: 'students' } })
-  const hooks = controllers.flatMap((controller) => hookNames(controller).map((hook) => ({ controller: controller.name, hook })))
-  await fc.assert(fc.asyncProperty(fc.constantFrom(...hooks), fc.jsonValue({ maxDepth: 6 }), async ({ controller, hook }, body) => {
-    await post(app, controllerNamed(controller), hook, body)
-  }), { numRuns: RUNS })
-})
+  test(`${controller.name}: a hostile value anywhere in the parent (its spec, metadata or status) never gets a 500`, async (t) => {
+    const { app } = await build(t, { controllers: [controller] })
+    await fc.assert(fc.asyncProperty(fc.nat(), fc.nat(), hostileValue, async (pick, where, value) => {
+      const request = requestOf(controller, pick)
+      const parent = parentOf(request)
+      // Half the time somewhere in the spec (the whole spec, one field, or deeper), else anywhere in the parent.
+      const inSpec = pathsIn(parent.spec).map((path) => ['spec', ...path])
+      const targets: Path[] = where % 2 === 0 ? [['spec'], ...inSpec] : [['spec'], ['status'], ['metadata', 'labels'], ['metadata', 'name'], ...pathsIn(parent)]
+      setAt(parent, targets[Math.floor(where / 2) % targets.length] as Path, value)
+      for (const hook of hookNames(controller)) await post(app, controller, hook, request)
+    }), { numRuns: RUNS_EACH })
+  })
 
-test('a hostile value anywhere in the parent (its spec, metadata or status) never gets a 500', async (t) => {
-  const { app } = await build(t)
-  await fc.assert(fc.asyncProperty(fc.constantFrom(...byName.keys()), fc.nat(), fc.nat(), hostileValue, async (name, pick, where, value) => {
-    const controller = controllerNamed(name)
-    const request = requestOf(controller, pick)
-    const parent = parentOf(request)
-    // Half the time somewhere in the spec (the whole spec, one field, or deeper), else anywhere in the parent.
-    const inSpec = pathsIn(parent.spec).map((path) => ['spec', ...path])
-    const targets: Path[] = where % 2 === 0 ? [['spec'], ...inSpec] : [['spec'], ['status'], ['metadata', 'labels'], ['metadata', 'name'], ...pathsIn(parent)]
-    setAt(parent, targets[Math.floor(where / 2) % targets.length] as Path, value)
-    for (const hook of hookNames(controller)) await post(app, controller, hook, request)
-  }), { numRuns: RUNS })
-})
+  const kinds = observedKinds.filter((observed) => observed.controller === controller.name).map((observed) => observed.kind)
+  test(`${controller.name}: a hostile value anywhere in an observed child, of every kind, never gets a 500`, { skip: kinds.length === 0 && 'its fixtures observe no child' }, async (t) => {
+    const { app } = await build(t, { controllers: [controller] })
+    await fc.assert(fc.asyncProperty(fc.constantFrom(...kinds), fc.nat(), fc.nat(), hostileValue, async (kind, pick, where, value) => {
+      const fixtures = (requests.get(controller.name) ?? []).filter((request) => observedIn(request).some((o) => o.kind === kind))
+      const request = structuredClone(fixtures[pick % fixtures.length]) as Json
+      const candidates = observedIn(request).filter((o) => o.kind === kind)
+      const child = candidates[where % candidates.length] as ReturnType<typeof observedIn>[number]
+      const targets: Path[] = [['spec'], ['status'], ...pathsIn(child.object)]
+      setAt(request, [...child.path, ...targets[Math.floor(where / candidates.length) % targets.length] as Path], value)
+      for (const hook of hookNames(controller)) await post(app, controller, hook, request)
+    }), { numRuns: RUNS_EACH })
+  })
 
-test('a hostile value anywhere in an observed child, of every kind, never gets a 500', async (t) => {
-  const { app } = await build(t)
-  await fc.assert(fc.asyncProperty(fc.constantFrom(...observedKinds), fc.nat(), fc.nat(), hostileValue, async ({ controller: name, kind }, pick, where, value) => {
-    const controller = controllerNamed(name)
-    const fixtures = (requests.get(controller.name) ?? []).filter((request) => observedIn(request).some((o) => o.kind === kind))
-    const request = structuredClone(fixtures[pick % fixtures.length]) as Json
-    const candidates = observedIn(request).filter((o) => o.kind === kind)
-    const child = candidates[where % candidates.length] as ReturnType<typeof observedIn>[number]
-    const targets: Path[] = [['spec'], ['status'], ...pathsIn(child.object)]
-    setAt(request, [...child.path, ...targets[Math.floor(where / candidates.length) % targets.length] as Path], value)
-    for (const hook of hookNames(controller)) await post(app, controller, hook, request)
-  }), { numRuns: RUNS })
-})
-
-test('nesting 20,000 levels deep anywhere in the parent\'s spec and three levels into every observed child\'s, 100,000 in whole specs and statuses, 1,000,000 in the parent\'s, is answered, not crashed on', async (t) => {
-  const { app } = await build(t)
-  type Nesting = Parameters<typeof deepJson>
-  const cases: Array<{ controller: Controller, request: Json, path: Path, depths: Nesting[] }> = []
-  const depthsAt = (path: Path, parent: boolean): Nesting[] =>
-    path.length > 1 ? [[20_000, 'mixed']] : parent ? [[100_000, 'object'], [1_000_000, 'array']] : [[100_000, 'object']]
-  const within = (object: Json | undefined, levels = Infinity): Path[] =>
-    [['spec'], ['status'], ...pathsIn(object?.spec).filter((path) => path.length <= levels).map((path) => ['spec', ...path])]
-  for (const controller of controllers) {
-    const request = requestOf(controller, 0)
-    const field = 'parent' in request ? 'parent' : 'object'
-    for (const path of within(request[field])) cases.push({ controller, request, path: [field, ...path], depths: depthsAt(path, true) })
-  }
-  for (const { controller: name, kind } of observedKinds) {
-    const controller = controllerNamed(name)
-    const request = (requests.get(controller.name) ?? []).find((r) => observedIn(r).some((o) => o.kind === kind)) as Json
-    const child = observedIn(request).find((o) => o.kind === kind) as ReturnType<typeof observedIn>[number]
-    for (const path of within(child.object, 3)) cases.push({ controller, request, path: [...child.path, ...path], depths: depthsAt(path, false) })
-  }
-  let calls = 0
-  for (const { controller, request, path, depths } of cases) {
-    const mutated = structuredClone(request)
-    setAt(mutated, path, DEEP)
-    for (const nesting of depths) {
-      for (const hook of hookNames(controller)) {
-        await post(app, controller, hook, mutated, deepJson(...nesting))
-        calls++
+  test(`${controller.name}: nesting 20,000 levels deep anywhere in the parent's spec and three levels into every observed child's, 100,000 in whole specs and statuses, 1,000,000 in the parent's, is answered, not crashed on`, async (t) => {
+    const { app } = await build(t, { controllers: [controller] })
+    type Nesting = Parameters<typeof deepJson>
+    const cases: Array<{ request: Json, path: Path, depths: Nesting[] }> = []
+    const depthsAt = (path: Path, parent: boolean): Nesting[] =>
+      path.length > 1 ? [[20_000, 'mixed']] : parent ? [[100_000, 'object'], [1_000_000, 'array']] : [[100_000, 'object']]
+    const within = (object: Json | undefined, levels = Infinity): Path[] =>
+      [['spec'], ['status'], ...pathsIn(object?.spec).filter((path) => path.length <= levels).map((path) => ['spec', ...path])]
+    const first = requestOf(controller, 0)
+    const field = 'parent' in first ? 'parent' : 'object'
+    for (const path of within(first[field])) cases.push({ request: first, path: [field, ...path], depths: depthsAt(path, true) })
+    for (const kind of kinds) {
+      const request = (requests.get(controller.name) ?? []).find((r) => observedIn(r).some((o) => o.kind === kind)) as Json
+      const child = observedIn(request).find((o) => o.kind === kind) as ReturnType<typeof observedIn>[number]
+      for (const path of within(child.object, 3)) cases.push({ request, path: [...child.path, ...path], depths: depthsAt(path, false) })
+    }
+    let calls = 0
+    for (const { request, path, depths } of cases) {
+      const mutated = structuredClone(request)
+      setAt(mutated, path, DEEP)
+      for (const nesting of depths) {
+        for (const hook of hookNames(controller)) {
+          await post(app, controller, hook, mutated, deepJson(...nesting))
+          calls++
+        }
       }
     }
-  }
-  t.diagnostic(`${calls} deeply nested requests, at ${cases.length} places, all answered without a 500`)
-})
+    t.diagnostic(`${calls} deeply nested requests, at ${cases.length} places, all answered without a 500`)
+  })
+}
 
 test('prototype keys in a body are refused, not obeyed', async (t) => {
   const { app } = await build(t)
