@@ -39,7 +39,9 @@ async function file (t: TestContext, name: string, text: string): Promise<string
 }
 
 test('npm run -s render prints the answer as YAML and nothing else, so it can be redirected to a file; without -s npm\'s banner comes first', () => {
-  const npm = (silent: boolean): ReturnType<typeof spawnSync> => spawnSync('npm', ['run', ...silent ? ['-s'] : [], 'render', '--', 'manifests/examples/podset.yaml'], { cwd: root, encoding: 'utf8', timeout: 60_000 })
+  // Without the log level of an enclosing `npm run -s`, which would silence the banner too.
+  const { npm_config_loglevel: _level, ...env } = process.env
+  const npm = (silent: boolean): ReturnType<typeof spawnSync> => spawnSync('npm', ['run', ...silent ? ['-s'] : [], 'render', '--', 'manifests/examples/podset.yaml'], { cwd: root, env, encoding: 'utf8', timeout: 60_000 })
   const rendered = npm(true)
   assert.equal(rendered.status, 0, String(rendered.stderr))
   const answer = parse(String(rendered.stdout))
