@@ -12,7 +12,8 @@ import { waitForReadiness, withoutDatabase } from '../../dev/server-process.js'
 
 /**
  * `npm start` (scripts/start.ts) without a database configured: its embedded PostgreSQL, in real processes. Each test
- * runs the server in a checkout folder of its own, so each has its own development database.
+ * runs the server in a checkout folder of its own, so each has its own development database; the steps that leave it
+ * running share one.
  */
 
 const root = join(import.meta.dirname, '..', '..')
@@ -28,28 +29,38 @@ function postmaster (cwd: string): PostmasterFile {
 // A server that never exits fails its test instead of hanging the run.
 const timeout = 120_000
 
-test('SIGTERM with the embedded database: the server keeps listening for HOOKS_SHUTDOWN_DELAY, logs "stopped", exits 0 and stops PostgreSQL', { timeout }, async (t) => {
+test('npm start with no database: its own PostgreSQL, durable, not shared with a second server, and stopped with it', { timeout }, async (t) => {
   const cwd = await checkout(t)
   const server = startDevelopmentServer(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1' })
   await server.logged('hook server ready')
-  const started = performance.now()
-  server.process.kill('SIGTERM')
-  assert.equal(await server.exited, 0, server.output())
-  const ms = performance.now() - started
-  assert.ok(ms >= 1000, `exited ${Math.round(ms)} ms after SIGTERM, before the 1 s delay was over`)
-  assert.match(server.output(), /"msg":"stopped"/)
-  assert.equal(existsSync(join(developmentDataDir(cwd), 'postmaster.pid')), false, 'PostgreSQL was stopped with the server')
-})
 
-test('the development database is durable: it flushes the WAL at every commit, as a database whose data is kept must', { timeout }, async (t) => {
-  const cwd = await checkout(t)
-  const server = startDevelopmentServer(t, cwd)
-  await server.logged('hook server ready')
-  const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${postmaster(cwd).port}/postgres` })
-  await client.connect()
-  const { rows } = await client.query('SHOW fsync')
-  await client.end()
-  assert.deepEqual(rows, [{ fsync: 'on' }])
+  await t.test('the development database is durable: it flushes the WAL at every commit, as a database whose data is kept must', async () => {
+    const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${postmaster(cwd).port}/postgres` })
+    await client.connect()
+    const { rows } = await client.query('SHOW fsync')
+    await client.end()
+    assert.deepEqual(rows, [{ fsync: 'on' }])
+  })
+
+  await t.test('a second server in the same checkout names the first one\'s pid, exits 1, and leaves the first one\'s PostgreSQL running', async () => {
+    const second = startDevelopmentServer(t, cwd)
+    assert.equal(await second.exited, 1, second.output())
+    const lines = second.output().trim().split('\n')
+    assert.equal(lines.length, 1, second.output())
+    assert.match(lines[0] ?? '', new RegExp(`belongs to the hook server with pid ${server.pid}, which is still running`))
+    // The first server still answers, and so does its PostgreSQL.
+    await waitForReadiness(server, 200, 10_000, 'up')
+  })
+
+  await t.test('SIGTERM: the server keeps listening for HOOKS_SHUTDOWN_DELAY, logs "stopped", exits 0 and stops PostgreSQL', async () => {
+    const started = performance.now()
+    server.process.kill('SIGTERM')
+    assert.equal(await server.exited, 0, server.output())
+    const ms = performance.now() - started
+    assert.ok(ms >= 1000, `exited ${Math.round(ms)} ms after SIGTERM, before the 1 s delay was over`)
+    assert.match(server.output(), /"msg":"stopped"/)
+    assert.equal(existsSync(join(developmentDataDir(cwd), 'postmaster.pid')), false, 'PostgreSQL was stopped with the server')
+  })
 })
 
 test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the loss and exits 0 within a few seconds', { timeout }, async (t) => {
@@ -66,20 +77,6 @@ test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the
   const ms = performance.now() - started
   assert.ok(ms < 5000, `exited ${Math.round(ms)} ms after SIGINT`)
   assert.match(server.output(), /"msg":"stopped"/)
-})
-
-test('a second server in the same checkout names the first one\'s pid, exits 1, and leaves the first one\'s PostgreSQL running', { timeout }, async (t) => {
-  const cwd = await checkout(t)
-  const first = startDevelopmentServer(t, cwd)
-  await first.logged('hook server ready')
-
-  const second = startDevelopmentServer(t, cwd)
-  assert.equal(await second.exited, 1, second.output())
-  const lines = second.output().trim().split('\n')
-  assert.equal(lines.length, 1, second.output())
-  assert.match(lines[0] ?? '', new RegExp(`belongs to the hook server with pid ${first.pid}, which is still running`))
-  // The first server still answers, and so does its PostgreSQL.
-  await waitForReadiness(first, 200, 10_000, 'up')
 })
 
 test('an embedded PostgreSQL that cannot start stops the server with one line and exit code 1', { timeout }, async (t) => {
