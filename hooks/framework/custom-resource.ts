@@ -125,13 +125,18 @@ function resourceNames (definition: Pick<CustomResourceDefinition<TObject, TProp
  */
 export function customResource<Spec extends TObject, StatusFields extends TProperties> (definition: CustomResourceDefinition<Spec, StatusFields>): CustomResource<Spec, StatusFields> {
   const ownReady = definition.printerColumns.some((column) => column.name === READY_COLUMN.name)
+  const printerColumns = [...definition.printerColumns, ...(ownReady ? [] : [READY_COLUMN]), AGE_COLUMN]
+  const twice = printerColumns.find((column, index) => printerColumns.findIndex((other) => other.name === column.name) !== index)
+  if (twice !== undefined) {
+    throw new Error(`${definition.kind}: two printer columns are named ${JSON.stringify(twice.name)}, and kubectl get would show both under one header (${AGE_COLUMN.name} is the time since creation, added to every resource): name one otherwise`)
+  }
   return {
     ...definition,
     ...resourceNames(definition),
     statusSchema: Type.Object({ ...definition.status, ...CommonStatusProperties }),
     apiVersion: `${definition.group}/${definition.version}`,
     listKind: `${definition.kind}List`,
-    printerColumns: [...definition.printerColumns, ...(ownReady ? [] : [READY_COLUMN]), AGE_COLUMN],
+    printerColumns,
     parseSpec: specParser(definition.spec, definition.kind),
     observedStatus: statusReader(definition.status)
   }

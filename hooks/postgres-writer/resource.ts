@@ -42,7 +42,7 @@ export const postgresWriterResource = customResource({
   printerColumns: [
     { name: 'Table', type: 'string', jsonPath: '.spec.table' },
     { name: 'Name', type: 'string', jsonPath: '.spec.name' },
-    { name: 'Age', type: 'integer', jsonPath: '.spec.age' },
+    { name: 'Years', type: 'integer', jsonPath: '.spec.age' },
     { name: 'Country', type: 'string', jsonPath: '.spec.country' }
   ]
 })

@@ -46,3 +46,9 @@ test('a name the API server would refuse fails when the resource is defined, say
   assert.throws(() => customResource({ ...definition, kind: 'Quiz', shortNames: ['q_z'] }), /^Error: Quiz: short name "q_z" is not a lowercase DNS label/)
   assert.throws(() => customResource({ ...definition, kind: 'Quiz', categories: [''] }), /^Error: Quiz: category "" is not a lowercase DNS label/)
 })
+
+test('two printer columns of one name fail when the resource is defined: a column of its own named Age beside the time since creation', () => {
+  assert.throws(() => customResource({ ...definition, kind: 'ConfigCopy', printerColumns: [{ name: 'Age', type: 'integer', jsonPath: '.spec.age' }] }),
+    /^Error: ConfigCopy: two printer columns are named "Age", and kubectl get would show both under one header \(Age is the time since creation, added to every resource\): name one otherwise$/)
+  assert.throws(() => customResource({ ...definition, kind: 'ConfigCopy', printerColumns: [{ name: 'Key', type: 'string', jsonPath: '.spec.key' }, { name: 'Key', type: 'string', jsonPath: '.spec.value' }] }), /two printer columns are named "Key"/)
+})
