@@ -135,8 +135,7 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
 function errorHandler (config: Config, controllers: readonly Controller[]) {
   return async (error: FastifyError, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
     if (error.code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
-      request.log.warn({ limit: config.bodyLimit }, 'request body over HOOKS_BODY_LIMIT')
-      return await reply.code(413).send({ error: 'Payload Too Large', message: `request body is larger than HOOKS_BODY_LIMIT (${config.bodyLimit} bytes); raise HOOKS_BODY_LIMIT on the hook server` })
+      return await refuse(request, reply, 413, `request body is larger than HOOKS_BODY_LIMIT (${config.bodyLimit} bytes); raise HOOKS_BODY_LIMIT on the hook server`)
     }
     const statusCode = error instanceof HookError ? error.statusCode : error.statusCode ?? 500
     if (statusCode >= 500 && !(error instanceof HookError)) {
@@ -199,9 +198,13 @@ function answerMisdirected (fastify: FastifyInstance, methods: ReadonlyMap<strin
   fastify.setNotFoundHandler(answer)
 }
 
-/** Every error answer: the status's name and a message that says what to do, logged at info. */
+/**
+ * Every error answer: the status's name and a message that says what to do, logged at info in one line: a hook
+ * call's own line (hook-telemetry.ts), which takes the message as its reason, or for any other request this one.
+ */
 async function refuse (request: FastifyRequest, reply: FastifyReply, statusCode: number, message: string): Promise<FastifyReply> {
-  request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
+  if (reply.routeOptions.config.controller !== undefined) request.refusal = message
+  else request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
   return await reply.code(statusCode).send({ error: errorName(statusCode), message } satisfies ErrorResponse)
 }
 

@@ -114,3 +114,25 @@ test('an answer is counted by its Ready status and reason, a refusal (422, 400, 
   }
   assert.equal(sample(metrics, 'metacontroller_hooks_refusals_total', 'controller="podset",hook="sync",code="200"'), undefined)
 })
+
+test('a refused hook call is one line, the call\'s own, with the refusal as its reason; a request to no hook is one line too', async (t) => {
+  const built = await build(t, { databaseUrl: false, controllers: [podSet], logs: true, env: { HOOKS_BODY_LIMIT: '64Ki' } })
+  const unnamed = fixture('podset', 'first-sync')
+  delete unnamed.parent.metadata.name
+  const calls: Array<[string, { method: 'POST' | 'GET', url: string, payload?: object }, number]> = [
+    ['a parent without a name', { method: 'POST', url: '/podset/sync', payload: unnamed }, 422],
+    ['a body that is no hook request', { method: 'POST', url: '/podset/sync', payload: { parent: 1 } }, 400],
+    ['a body over HOOKS_BODY_LIMIT', { method: 'POST', url: '/podset/sync', payload: { padding: 'x'.repeat(70_000) } }, 413],
+    ['a path that is no hook', { method: 'GET', url: '/nothing' }, 404]
+  ]
+  for (const [what, call, statusCode] of calls) {
+    const before = built.logs().length
+    const response = await built.app.inject(call)
+    assert.equal(response.statusCode, statusCode, what)
+    const lines = built.logs().slice(before)
+    assert.equal(lines.length, 1, `${what}: ${JSON.stringify(lines)}`)
+    assert.equal(lines[0]?.statusCode, statusCode, what)
+    assert.equal(lines[0]?.reason, response.json().message, what)
+  }
+  assert.deepEqual(built.logs().map((line) => line.msg), ['podset sync rejected', 'podset sync rejected', 'podset sync rejected', 'request refused'])
+})
