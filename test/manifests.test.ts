@@ -10,7 +10,7 @@ import { deployment as hookDeployment } from '../dev/deployment.js'
 const root = join(import.meta.dirname, '..', 'manifests')
 const load = async (path: string): Promise<any> => parse(await readFile(join(root, path), 'utf8'))
 
-test('the hook Deployment is hardened as SPEC §5 asks', async () => {
+test('the hook Deployment runs two replicas as non-root, without privileges, a writable root or a service-account token, probed on the probe port, with resources set and a grace period longer than its drain', async () => {
   const deployment = await load('server/deployment.yaml')
   const pod = deployment.spec.template.spec
   const [container] = pod.containers
