@@ -79,3 +79,18 @@ test('a controller\'s pure core imports no configuration, metrics or I/O module'
   })
   assert.deepEqual(impure, [])
 })
+
+test('scripts/ holds command-line entry points only, which no module imports; dev/, scripts/ and bench/ import nothing of test/', () => {
+  const root = join(hooks, '..')
+  const sources = ['hooks', 'dev', 'scripts', 'bench', 'test'].flatMap((folder) => readdirSync(join(root, folder), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts') && !file.startsWith('fixtures/'))
+    .map((file) => join(folder, file)))
+  const wrong = sources.flatMap((file) => {
+    const imported = [...readFileSync(join(root, file), 'utf8').matchAll(/^(?:import|export)\s[^'"]*?from\s+'(\.[^']+)'/gm)].map((match) => normalize(join(dirname(file), match[1] as string)))
+    return [
+      ...imported.filter((target) => target.startsWith('scripts/')).map((target) => `${file} imports the entry point ${target}`),
+      ...(file.startsWith('test/') ? [] : imported.filter((target) => target.startsWith('test/')).map((target) => `${file} imports ${target}`))
+    ]
+  })
+  assert.deepEqual(wrong, [])
+})
