@@ -1,8 +1,7 @@
 import { spawn } from 'node:child_process'
-import { createRequire } from 'node:module'
-import { dirname, join } from 'node:path'
+import { join } from 'node:path'
 import type { Controller } from '../hooks/framework/controller.js'
-import { CommandError, type CommandIo } from './command.js'
+import { CommandError, packageProgram as program, type CommandIo } from './command.js'
 
 /**
  * npm run check -- [<controller>...]
@@ -19,10 +18,6 @@ export const QUICK_TESTS = ['test/controllers.test.ts', 'test/dev/manifests.test
 
 /** Every test file that holds each registered controller to the contract in tests named `<controller>: …`. */
 export const CONTRACT_TESTS = [...QUICK_TESTS, 'test/framework/parent.test.ts', 'test/http/etag.test.ts', 'test/http/request-body.test.ts', 'test/fuzz.test.ts']
-
-const require = createRequire(import.meta.url)
-/** A package's command-line program, by its path in the package (their `exports` leave it out). */
-const program = (name: string, path: string): string => join(dirname(require.resolve(`${name}/package.json`)), path)
 
 interface Step { name: string, ok: boolean, output: string, seconds: number }
 

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises'
-import { resolve } from 'node:path'
+import { createRequire } from 'node:module'
+import { dirname, join, resolve } from 'node:path'
 import { text } from 'node:stream/consumers'
 
 /**
@@ -14,6 +15,11 @@ export interface CommandIo {
   /** Standard input, whole: for a path given as `-`. */
   stdin: () => Promise<string>
   stdout: (text: string) => void
+}
+
+/** A package's command-line program, by its path in the package (the packages' `exports` leave it out). */
+export function packageProgram (name: string, path: string): string {
+  return join(dirname(createRequire(import.meta.url).resolve(`${name}/package.json`)), path)
 }
 
 /** A mistake of the person running the command, said in one line: the entry point prints it and exits 1. */
