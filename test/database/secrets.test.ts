@@ -41,26 +41,26 @@ test('no form of the connection settings lets the password into the log, an answ
     'PSQL_* variables': { DATABASE_URL: undefined, PSQL_HOST: host, PSQL_PORT: port, PSQL_USER: ROLE, PSQL_DBNAME: 'postgres', PSQL_PASSWORD: SECRET },
     'PG* variables': { DATABASE_URL: undefined, PGHOST: host, PGPORT: port, PGUSER: ROLE, PGDATABASE: 'postgres', PGPASSWORD: SECRET }
   }
-  const problems: string[] = []
-  for (const [form, env] of Object.entries(forms)) {
-    await postgres.restart()
+  // A server per form, all at once, each in a schema of its own: the calls while the database is up, then while it is down.
+  const servers = await Promise.all(Object.entries(forms).map(async ([form, env]) => {
     const schema = `secrets_${randomBytes(4).toString('hex')}`
     const server = await startServer({ env: { LOG_LEVEL: 'trace', PG_SCHEMA: schema, PG_CONNECT_TIMEOUT: '1', PG_STATEMENT_TIMEOUT: '1', ...env } })
-    try {
-      const up = [await post(server, 'sync'), await post(server, 'finalize')]
-      assert.match(up[0] as string, /"reason":"RowWritten"/, `${form}: the password works`)
-      await postgres.stop()
-      const down = [await post(server, 'sync'), await post(server, 'finalize'), await get(server, '/readyz'), await get(server, '/metrics')]
-      assert.match(down[0] as string, /"reason":"DatabaseUnavailable"/, form)
-      await server.stop()
-      const everything = [...up, ...down, server.output()].join('\n')
-      for (const spelling of [SECRET, ENCODED]) {
-        if (everything.includes(spelling)) problems.push(`${form}: the password is in: ${excerpt(everything, spelling)}`)
-      }
-      if (!new RegExp(`"database":"postgres://${ROLE}@${host}:${port}/postgres`).test(server.output())) problems.push(`${form}: the start-up line does not say where the database is, as postgres://user@host:port/database`)
-    } finally {
-      await server.stop()
+    t.after(async () => { await server.stop() })
+    return { form, server }
+  }))
+  const up = await Promise.all(servers.map(async ({ server }) => [await post(server, 'sync'), await post(server, 'finalize')]))
+  for (const [index, { form }] of servers.entries()) assert.match(up[index]?.[0] as string, /"reason":"RowWritten"/, `${form}: the password works`)
+  await postgres.stop()
+  const down = await Promise.all(servers.map(async ({ server }) => [await post(server, 'sync'), await post(server, 'finalize'), await get(server, '/readyz'), await get(server, '/metrics')]))
+  await Promise.all(servers.map(async ({ server }) => await server.stop()))
+  const problems: string[] = []
+  for (const [index, { form, server }] of servers.entries()) {
+    assert.match(down[index]?.[0] as string, /"reason":"DatabaseUnavailable"/, form)
+    const everything = [...up[index] ?? [], ...down[index] ?? [], server.output()].join('\n')
+    for (const spelling of [SECRET, ENCODED]) {
+      if (everything.includes(spelling)) problems.push(`${form}: the password is in: ${excerpt(everything, spelling)}`)
     }
+    if (!new RegExp(`"database":"postgres://${ROLE}@${host}:${port}/postgres`).test(server.output())) problems.push(`${form}: the start-up line does not say where the database is, as postgres://user@host:port/database`)
   }
   assert.deepEqual(problems, [])
 })
