@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict'
-import { execFileSync, spawnSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -30,16 +30,22 @@ export async function repositoryCopy (t: TestContext): Promise<string> {
  * Runs a command in `cwd` as a person would: without the variables of the test runner and of the coverage tool
  * around the test; DATABASE_URL stays, which `npm test` uses instead of starting a database of its own.
  */
-export function runIn (cwd: string, command: string, args: string[], options: { env?: Record<string, string>, input?: string } = {}): { status: number | null, stdout: string, stderr: string } {
+export async function runIn (cwd: string, command: string, args: string[], options: { env?: Record<string, string> } = {}): Promise<{ status: number | null, stdout: string, stderr: string }> {
   const { NODE_TEST_CONTEXT: _context, UPDATE_GOLDEN: _update, ...inherited } = process.env
   // Node gives a child its own NODE_V8_COVERAGE unless the child's environment names one: without this, the copy's
   // processes wrote into this run's coverage, and the copy's c8 emptied it first.
-  return spawnSync(command, args, { cwd, env: { ...inherited, NODE_V8_COVERAGE: '', ...options.env }, input: options.input, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  const child = spawn(command, args, { cwd, env: { ...inherited, NODE_V8_COVERAGE: '', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const status = await new Promise<number | null>((resolve) => child.once('close', resolve))
+  return { status, stdout, stderr }
 }
 
 /** runIn, failing with the command's output unless it exits 0; its standard output. */
-export function succeedIn (cwd: string, command: string, args: string[], options: Parameters<typeof runIn>[3] = {}): string {
-  const result = runIn(cwd, command, args, options)
+export async function succeedIn (cwd: string, command: string, args: string[], options: Parameters<typeof runIn>[3] = {}): Promise<string> {
+  const result = await runIn(cwd, command, args, options)
   assert.equal(result.status, 0, `${command} ${args.join(' ')} failed:\n${result.stdout.slice(-20_000)}\n${result.stderr.slice(-5_000)}`)
   return result.stdout
 }
