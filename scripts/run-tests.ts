@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { startPostgres } from '../dev/postgres-process.js'
 
@@ -38,7 +39,10 @@ if (databaseUrl === undefined || databaseUrl === '') {
   }
 }
 
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...flags, ...files], {
+// As many test files at once as there are CPUs, where node:test runs one fewer: most of a test's time is spent
+// waiting for the servers and databases it starts (two at once took 40 s where one at a time took 67, on 2 CPUs).
+const concurrency = flags.some((flag) => flag.startsWith('--test-concurrency')) ? [] : [`--test-concurrency=${availableParallelism()}`]
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...concurrency, ...flags, ...files], {
   stdio: 'inherit',
   env: { ...process.env, DATABASE_URL: databaseUrl }
 })
