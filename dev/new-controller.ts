@@ -1,10 +1,12 @@
-import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
 import type { Controller } from '../hooks/framework/controller.js'
 import { englishPlural } from '../hooks/framework/custom-resource.js'
 import { CommandError, type CommandIo } from './command.js'
+import { generate } from './generate.js'
+import { newFixture } from './new-fixture.js'
 
 /**
  * npm run new-controller -- <name>
@@ -92,8 +94,7 @@ export const ${camel}: CompositeController<typeof ${camel}Resource> = {
 
 /**
  * `npm run new-controller` over the registered `controllers`, writing into `root` (the repository); what it does, on
- * `io.stdout`. The generated files and the fixtures come from the project's own commands, run after the registration
- * so that they see the new controller.
+ * `io.stdout`. The generated files and the fixtures come from the project's own tools, given the new controller.
  */
 export async function newController (args: string[], controllers: readonly Controller[], root: string, io: CommandIo): Promise<void> {
   const [name, ...rest] = args
@@ -128,14 +129,12 @@ export async function newController (args: string[], controllers: readonly Contr
   await writeFile(registryPath, `${registry.slice(0, importEnd)}import { ${camel} } from './${name}/index.js'\n${registry.slice(importEnd)}`.replace(list, `$1, ${camel}]`))
   io.stdout(`registered ${camel} in hooks/controllers.ts\n`)
 
-  /** Runs a command of the project's own, in a process of its own that reads the registry as it is now. */
-  const run = (script: string, ...scriptArgs: string[]): void => {
-    const result = spawnSync(process.execPath, ['--import', 'tsx', join('scripts', script), ...scriptArgs], { cwd: root, encoding: 'utf8' })
-    io.stdout(result.stdout)
-    if (result.status !== 0) throw new CommandError(`scripts/${script} ${scriptArgs.join(' ')} failed (exit ${result.status}): ${result.stderr.trim()}`)
-  }
-  run('generate.ts')
-  run('new-fixture.ts', name, 'first-sync')
-  run('new-fixture.ts', name, 'steady-state', '--after', 'first-sync')
+  // The registry as the edit above left it: the controllers it had, and the new one last.
+  const added = (await import(pathToFileURL(join(root, 'hooks', name, 'index.ts')).href) as Record<string, Controller>)[camel]
+  if (added === undefined) throw new CommandError(`hooks/${name}/index.ts does not export ${camel}`)
+  const registered = [...controllers, added]
+  await generate(registered, root, io)
+  await newFixture([name, 'first-sync'], registered, root, io)
+  await newFixture([name, 'steady-state', '--after', 'first-sync'], registered, root, io)
   io.stdout(`\n${kind} is served at /${name}/sync. After each edit, \`npm run check -- ${name}\` checks its types, manifests and fixtures in seconds; make it yours: docs/writing-a-controller.md.\n`)
 }

@@ -48,7 +48,12 @@ test('two controllers scaffolded in a copy pass the type check, lint and every c
     assert.match(output, new RegExp(`npm run check -- ${name}\``))
   }
 
+  // The copy's own commands see the new controllers: its registry lists them, everything generated is up to date,
+  // and new-fixture writes a third case of the last one.
   const registered = await succeedIn(copy, process.execPath, ['--import', 'tsx', '--eval', "import('./hooks/controllers.ts').then(({ controllers }) => console.log(JSON.stringify(controllers.map((c) => c.name))))"])
+  assert.equal(await succeedIn(copy, 'npm', ['run', '-s', 'generate']), 'every generated file is up to date\n')
+  const [, [last]] = scaffolded as [[string, string], [string, string]]
+  assert.match(await succeedIn(copy, 'npm', ['run', '-s', 'new-fixture', '--', last, 'again', '--after', 'steady-state']), new RegExp(`^wrote test/fixtures/${last}/again\\.json, and its answer \\(200\\)`))
   assert.deepEqual(JSON.parse(registered), [...controllers.map((c) => c.name), ...scaffolded.map(([name]) => name)])
   for (const [name, plural] of scaffolded) {
     const crd = parse(readFileSync(join(copy, 'manifests', 'crds', `${name}.yaml`), 'utf8'))
