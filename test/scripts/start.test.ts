@@ -65,7 +65,8 @@ test('npm start with no database: its own PostgreSQL, durable, not shared with a
 
 test('Ctrl-C after the embedded PostgreSQL was SIGKILLed: the server reports the loss and exits 0 within a few seconds', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = startDevelopmentServer(t, cwd)
+  // /readyz checks the database again after a second, not five.
+  const server = startDevelopmentServer(t, cwd, { HOOKS_DATABASE_CHECK_INTERVAL: '1' })
   await server.logged('hook server ready')
   process.kill(postmaster(cwd).pid, 'SIGKILL')
   await server.logged('the embedded PostgreSQL stopped (killed by SIGKILL)')
