@@ -84,7 +84,7 @@ export function hookTelemetry (fastify: FastifyInstance, metrics: Metrics): Hook
       request.log.info({
         controller,
         hook,
-        parent: call === null ? undefined : objectKey(call.parent),
+        parent: typeof call?.parent.metadata.name === 'string' ? objectKey(call.parent) : undefined,
         generation: call?.parent.metadata.generation,
         outcome,
         reason: ready?.reason ?? request.refusal ?? undefined,

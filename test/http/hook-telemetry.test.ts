@@ -135,4 +135,5 @@ test('a refused hook call is one line, the call\'s own, with the refusal as its 
     assert.equal(lines[0]?.reason, response.json().message, what)
   }
   assert.deepEqual(built.logs().map((line) => line.msg), ['podset sync rejected', 'podset sync rejected', 'podset sync rejected', 'request refused'])
+  assert.equal(built.logs()[0]?.parent, undefined, 'a parent without a name is named by none')
 })
