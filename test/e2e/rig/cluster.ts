@@ -466,7 +466,7 @@ async function sleep (ms: number): Promise<void> {
 }
 
 /** Distinct free TCP ports on 127.0.0.1 (all held open together, so they differ). */
-async function freePorts (count: number): Promise<number[]> {
+export async function freePorts (count: number): Promise<number[]> {
   const servers = await Promise.all(Array.from({ length: count }, async () => await new Promise<ReturnType<typeof createServer>>((resolve, reject) => {
     const s = createServer()
     s.once('error', reject)

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { stringify } from 'yaml'
-import { freePort } from '../../../dev/free-port.js'
+import { freePorts } from './cluster.js'
 
 export interface ScrapeTarget {
   job: string
@@ -65,7 +65,7 @@ export async function startPrometheus (options: PrometheusOptions): Promise<Prom
       static_configs: options.targets.filter((target) => target.job === job).map((target) => ({ targets: [target.address], labels: target.labels ?? {} }))
     }))
   }))
-  const port = await freePort()
+  const [port] = await freePorts(1)
   const url = `http://127.0.0.1:${port}`
   const logFile = join(options.logsDir, 'prometheus.log')
   const fd = openSync(logFile, 'a')
