@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import type { PostgresIo } from './pool.js'
 import { cancelRunningStatement } from './pg-internals.js'
-import { mustDiscard } from './statements.js'
+import { mustDiscard } from './prepared-statements.js'
 
 /**
  * One hook call's time in PostgreSQL, bounded as a whole: Metacontroller gives up on a call after its webhook
@@ -24,7 +24,7 @@ export class DeadlineExceeded extends Error {
  * running, holding its locks; a cancel that does not arrive leaves it to the pool's statement_timeout, which the
  * deadline bounds), the connection is discarded, which rolls back its transaction, and DeadlineExceeded
  * is thrown. A connection whose work failed is discarded too: its session may be in any state; so is one whose prepared
- * statements failed (database/statements.ts).
+ * statements failed (database/prepared-statements.ts).
  */
 export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadlineMs'>, work: (db: pg.PoolClient) => Promise<T>, arrivedAt = performance.now()): Promise<T> {
   const remainingMs = arrivedAt + io.deadlineMs - performance.now()

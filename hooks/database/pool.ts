@@ -17,7 +17,7 @@ export interface DatabaseConfig {
   statementTimeoutMs: number
   /** What one hook call may spend on PostgreSQL in all, from its start to its answer. */
   hookDeadlineMs: number
-  /** Send PostgresWriter's statements as named prepared statements (see database/statements.ts). */
+  /** Send PostgresWriter's statements as named prepared statements (see database/prepared-statements.ts). */
   preparedStatements: boolean
   policy: PostgresPolicy
 }

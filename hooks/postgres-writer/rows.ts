@@ -1,75 +1,24 @@
 import { randomUUID } from 'node:crypto'
-import pg from 'pg'
+import type pg from 'pg'
 import { runBatch, type StatementResult, type Value } from '../database/pg-internals.js'
-import { DeadlineExceeded, withinDeadline } from '../database/deadline.js'
+import { withinDeadline } from '../database/deadline.js'
 import type { PostgresIo } from '../database/pool.js'
-import { markBroken, mustDiscard, preparedStatementFailed, remembered, statement } from '../database/statements.js'
+import { markBroken, mustDiscard, preparedStatementFailed, remembered, statement } from '../database/prepared-statements.js'
+import type { StatementDefinition } from '../database/sql.js'
+import { classifyFailure, ignoreConcurrentCreate, refused, runAgainAfter, sqlState, tableMissing } from './failures.js'
 import { isSqlIdentifier } from './sql-identifier.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
-import { RETRY_REFUSED_SECONDS, RETRY_UNAVAILABLE_SECONDS, type Failed, type FinalizePlan, type FinalizeResult, type Row, type SyncPlan, type WriteResult } from './sync.js'
 import {
-  earlierRowTablesQuery, hookTablesDdl, inspectStatement, migrationDdl, PLACEMENTS_TABLE, qualified, quote, recordedTablesQuery,
-  ROW_SHAPE, rowTableDdl, tableVerdict, TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE, type HookTables, type Relation
-} from './tables.js'
+  createSchema, earlierRowTables, finalizeDeleting, finalizeOrphaning, hookTablesDdl, inspectTable, lockHookTables, lockRow, migrationDdl,
+  placeRow, qualified, readRow, rowTableDdl, updateRow
+} from './statements.js'
+import { RETRY_UNAVAILABLE_SECONDS, type Failed, type FinalizePlan, type FinalizeResult, type Row, type SyncPlan, type WriteResult } from './sync.js'
+import { PLACEMENTS_TABLE, tableVerdict, TOMBSTONES_TABLE, type HookTables, type Relation } from './tables.js'
 
 /**
- * The PostgreSQL side of PostgresWriter. Every value travels as a parameter; table and schema names reach SQL
- * only after sync.ts validated them as identifiers, and are quoted here. Each hook call runs on one connection,
- * within PG_HOOK_DEADLINE (database/deadline.ts).
+ * The PostgreSQL side of PostgresWriter: when to run which statement (statements.ts), and what their answers mean.
+ * Each hook call runs on one connection, within PG_HOOK_DEADLINE (database/deadline.ts).
  */
-
-/**
- * The SQLSTATE of an error PostgreSQL reported; undefined for a network or driver error, whose `code` (if any) is
- * Node's, such as ECONNRESET or EPIPE.
- */
-function sqlState (error: unknown): string | undefined {
-  return error instanceof pg.DatabaseError ? error.code : undefined
-}
-
-/** SQLSTATEs that mean the database is unreachable, overloaded, shutting down, or too slow right now. */
-function unavailable (code: string | undefined): boolean {
-  if (code === undefined) return true
-  return ['08', '53', '57', '28', '3D', '40'].includes(code.slice(0, 2)) || code === '55P03'
-}
-
-/**
- * SQLSTATEs that say a table is not (or no longer) what the hook took it for: a column, type, constraint or table
- * that changed since it was looked at. The table is looked at again, to say exactly what is wrong with it.
- */
-function tableChanged (error: unknown): boolean {
-  if (preparedStatementFailed(error)) return false
-  const code = sqlState(error) ?? ''
-  return (code.startsWith('42') && code !== '42501') || ['0A000', '23502'].includes(code)
-}
-
-/**
- * When a run of a placement or finalize failed because a table changed under it, what the error said: the call runs
- * again, or after its last run reports that the tables kept changing (retried soon). Any other error is thrown, to be
- * reported as what it is, and so is a change other than a dropped table at the last run.
- */
-function runAgainAfter (error: unknown, attempt: number): string {
-  if (!tableChanged(error) || (attempt === ATTEMPTS_FOR_TABLES && sqlState(error) !== '42P01')) throw error
-  return ` (${(error as Error).message})`
-}
-
-export function classifyFailure (error: unknown, { description, conceal }: Pick<PostgresIo, 'description' | 'conceal'>): Failed {
-  const code = sqlState(error)
-  const message = conceal(String((error as Error).message))
-  if (error instanceof DeadlineExceeded || unavailable(code)) {
-    return { kind: 'failed', reason: 'DatabaseUnavailable', message: `PostgreSQL (${description}) is unavailable: ${message}; retrying in ${RETRY_UNAVAILABLE_SECONDS}s`, retryAfterSeconds: RETRY_UNAVAILABLE_SECONDS }
-  }
-  if (code === '42501') {
-    return { kind: 'failed', reason: 'PermissionDenied', message: `PostgreSQL refused: ${message}; grant the hook's user access to the table`, retryAfterSeconds: RETRY_REFUSED_SECONDS }
-  }
-  if (code === '42P01' || code === '3F000') return tableMissing(message)
-  return { kind: 'failed', reason: 'TableIncompatible', message: `the table cannot hold the row (${message}, SQLSTATE ${code}); ${ROW_SHAPE}`, retryAfterSeconds: RETRY_REFUSED_SECONDS }
-}
-
-function tableMissing (message: string): Failed {
-  return { kind: 'failed', reason: 'TableMissing', message: `${message}; create it (id text primary key, name text, age integer, country text) or set PG_AUTO_CREATE_TABLES=true`, retryAfterSeconds: RETRY_REFUSED_SECONDS }
-}
-
-const refused = (reason: string, message: string): Failed => ({ kind: 'failed', reason, message, retryAfterSeconds: RETRY_REFUSED_SECONDS })
 
 /** What a placement reports. */
 interface Placement {
@@ -110,10 +59,8 @@ interface Finalized {
   releaseToken: string | null
 }
 
-type Query = readonly [text: string, values: readonly Value[]]
-
-/** The row's advisory lock, held until the transaction ends: placements and finalizes of one row never interleave. */
-const lockRow = (id: string): Query => ['SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [id]]
+/** A statement's text and its values, as the batch sends them. */
+interface Query { text: string, values: Value[] }
 
 /**
  * How many times a placement or finalize runs when a table recorded as holding the row was not among those it
@@ -151,16 +98,8 @@ export class RowStore {
     return this.io.policy.schema
   }
 
-  private table (name: string): string {
-    return qualified(this.schema, name)
-  }
-
-  private get tombstones (): string {
-    return this.table(TOMBSTONES_TABLE)
-  }
-
   private get placements (): string {
-    return this.table(PLACEMENTS_TABLE)
+    return qualified(this.schema, PLACEMENTS_TABLE)
   }
 
   /**
@@ -181,7 +120,7 @@ export class RowStore {
             await this.place(db, { row, table, uid, oid: fit, releaseToken }, expectation(previousTable).filter((other) => other !== table))
           if (result !== 'stale') return result
         } catch (error) {
-          changed = runAgainAfter(error, attempt)
+          changed = runAgainAfter(error, attempt === ATTEMPTS_FOR_TABLES)
         }
         // A table changed since it was looked at: look at it again, and say what is wrong with it, if anything.
         this.fit.delete(table)
@@ -209,12 +148,12 @@ export class RowStore {
       let changed = ''
       for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
         try {
-          const [, finalize] = await this.batch(db, [lockRow(id), this.finalize(plan, expected)])
+          const [, finalize] = await this.batch(db, [this.query(lockRow, undefined, { id }), this.finalize(plan, expected)])
           const report = finalize?.rows[0] as Finalized
           if (report.expected) return { kind: 'done', releaseToken: report.releaseToken ?? undefined, tables: report.tables }
           expected = learnt(expected, report.tables)
         } catch (error) {
-          changed = runAgainAfter(error, attempt)
+          changed = runAgainAfter(error, attempt === ATTEMPTS_FOR_TABLES)
           // One of the tables it expected is gone, or the hook's own tables changed: the next run expects none.
           expected = []
           this.hookTablesCurrent = false
@@ -296,13 +235,14 @@ export class RowStore {
   }
 
   /**
-   * Migrates the tables of a version that recorded no placements (tables.ts, migrationDdl), once: replicas that
+   * Migrates the tables of a version that recorded no placements (statements.ts, migrationDdl), once: replicas that
    * start together take turns on a transaction lock, and each looks again once it holds it.
    */
   private async migrate (db: pg.PoolClient): Promise<void> {
     await db.query('BEGIN')
     try {
-      await db.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`postgres-writer tables ${this.schema}`])
+      const lock = this.query(lockHookTables, undefined, { schema: this.schema })
+      await db.query(lock.text, lock.values)
       if ((await this.inspect(db, TOMBSTONES_TABLE)).hookTables === 'earlier') {
         for (const statement of migrationDdl(this.schema, await this.earlierRowTables(db))) await db.query(statement)
       }
@@ -314,8 +254,8 @@ export class RowStore {
   }
 
   private async earlierRowTables (db: pg.PoolClient): Promise<string[]> {
-    const result = await db.query<{ relname: string }>(earlierRowTablesQuery, [this.schema, TABLE_NAME_PATTERN])
-    return result.rows.map((row) => row.relname).filter(isSqlIdentifier)
+    const { rows } = await this.run1<{ relname: string }>(db, this.query(earlierRowTables, undefined, { schema: this.schema, tablePattern: TABLE_NAME_PATTERN }))
+    return rows.map((row) => row.relname).filter(isSqlIdentifier)
   }
 
   private hookTablesMissing (): string {
@@ -337,37 +277,33 @@ export class RowStore {
   }
 
   private async inspect (db: pg.PoolClient, table: string): Promise<{ hookTables: HookTables, relation: Relation | undefined }> {
-    const [row] = (await this.query<Relation & { hookTables: HookTables, oid: string | null }>(db, inspectStatement, [this.schema, table])).rows
+    const [row] = (await this.run1<Relation & { hookTables: HookTables, oid: string | null }>(db, this.query(inspectTable, undefined, { schema: this.schema, table }))).rows
     return { hookTables: row?.hookTables ?? 'missing', relation: row?.oid === null || row === undefined ? undefined : row }
   }
 
   /**
    * Runs `queries` in one round trip, as one transaction (database/pg-internals.ts), named when PG_PREPARED_STATEMENTS allows
-   * (database/statements.ts).
+   * (database/prepared-statements.ts).
    */
   private async batch (db: pg.PoolClient, queries: readonly Query[]): Promise<Array<StatementResult<pg.QueryResultRow>>> {
-    return await runBatch(db, queries.map(([text, values]) => statement(db, this.io.preparedStatements, text, values)))
+    return await runBatch(db, queries.map(({ text, values }) => statement(db, this.io.preparedStatements, text, values)))
   }
 
-  private async query<R extends pg.QueryResultRow> (db: pg.PoolClient, text: string, values: readonly Value[]): Promise<StatementResult<R>> {
-    const [result] = await this.batch(db, [[text, values]])
+  private async run1<R extends pg.QueryResultRow> (db: pg.PoolClient, query: Query): Promise<StatementResult<R>> {
+    const [result] = await this.batch(db, [query])
     return result as StatementResult<R>
   }
 
-  /** The statement text `key` names, built by `build` the first time. */
-  private text (key: string, build: () => string): string {
-    return remembered(this.texts, MAX_TEXTS, key, build)
+  /** `definition` for `shape` (its text built once) with `values`. */
+  private query<Parameter extends string, Shape> (definition: StatementDefinition<Parameter, Shape>, shape: Shape, values: Readonly<Record<Parameter, Value>>): Query {
+    const text = remembered(this.texts, MAX_TEXTS, `${definition.name} ${JSON.stringify(shape)}`, () => definition.text(shape))
+    return { text, values: definition.values(values) }
   }
 
   /** Runs DDL statements; another hook creating the same at once is no error. */
   private async create (db: pg.PoolClient, statements: string[]): Promise<void> {
-    await db.query(`CREATE SCHEMA IF NOT EXISTS ${quote(this.schema)}`).catch(ignoreConcurrentCreate)
+    await db.query(createSchema(this.schema)).catch(ignoreConcurrentCreate)
     for (const statement of statements) await db.query(statement).catch(ignoreConcurrentCreate)
-  }
-
-  /** Whether the uid ($5) is tombstoned: finalized, or released. */
-  private tombstoned (): string {
-    return `EXISTS (SELECT 1 FROM ${this.tombstones} WHERE object_uid = $5)`
   }
 
   /**
@@ -379,27 +315,14 @@ export class RowStore {
    * updated.
    */
   private async inPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale' | undefined> {
-    const values = [row.id, row.name, row.age, row.country, uid]
-    const recorded = `EXISTS (SELECT 1 FROM ${this.placements} r WHERE r.id = $1 AND r.table_name = $7 AND r.uid = $5) AND NOT ${this.tombstoned()}`
-    const [found] = (await this.query<{ sameTable: boolean, matched: boolean, settled: boolean }>(db, this.text(`read ${table}`, () =>
-      `SELECT o.tableoid = $6::oid AS "sameTable", (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text) AS matched, ${recorded} AS settled
-       FROM ONLY ${this.table(table)} AS o WHERE o.id = $1`),
-    [...values, oid, table]
-    )).rows
+    const shape = { schema: this.schema, table }
+    const values = { ...row, uid, oid, table }
+    const [found] = (await this.run1<{ sameTable: boolean, matched: boolean, settled: boolean }>(db, this.query(readRow, shape, values))).rows
     if (found === undefined || !found.settled) return undefined
     if (!found.sameTable) return 'stale'
     if (found.matched) return { kind: 'done', wrote: 'nothing' }
     // An update never brings back a row that a finalize deleted: what it does not write is placed, under the row's lock.
-    const [updated] = (await this.query<{ written: number, kept: boolean }>(db, this.text(`update ${table}`, () =>
-      `WITH written AS (
-         UPDATE ONLY ${this.table(table)} AS t SET name = $2, age = $3, country = $4
-         WHERE t.id = $1 AND t.tableoid = $6::oid AND ${recorded}
-           AND (t.name, t.age, t.country) IS DISTINCT FROM ($2::text, $3::integer, $4::text)
-         RETURNING t.name, t.age, t.country
-       )
-       SELECT count(*)::int AS written, coalesce(bool_and((name, age, country) = ($2::text, $3::integer, $4::text)), false) AS kept FROM written`),
-    [...values, oid, table]
-    )).rows
+    const [updated] = (await this.run1<{ written: number, kept: boolean }>(db, this.query(updateRow, shape, values))).rows
     if (updated === undefined || updated.written === 0) return undefined
     return updated.kept ? { kind: 'done', wrote: 'updated' } : this.notKept(table)
   }
@@ -415,7 +338,7 @@ export class RowStore {
     for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
       let report: Placement
       try {
-        const [, placement] = await this.batch(db, [lockRow(placing.row.id), this.placement(placing, expected)])
+        const [, placement] = await this.batch(db, [this.query(lockRow, undefined, { id: placing.row.id }), this.placement(placing, expected)])
         report = placement?.rows[0] as Placement
       } catch (error) {
         // One of the tables it expected is gone: the next run, expecting none, learns which ones remain.
@@ -429,79 +352,30 @@ export class RowStore {
     return this.tablesKeptChanging('')
   }
 
-  /**
-   * The statement of a placement, after the advisory lock. $7 is the table's qualified name: the write is made only if
-   * it still names the table found fit. The row is written, deleted from those of `others` ($9) recorded as holding it,
-   * and recorded in `table` ($8) alone, for this object, only if every other table recorded as holding it is among
-   * `others`: a table of `others` that holds a row the hook did not write keeps it. It reports them. A tombstone
-   * stops it, unless the sync carries the token ($12) that released the object: then it goes with the write.
-   */
+  /** The statement of a placement (statements.ts, placeRow), expecting the row in `others` besides `table`. */
   private placement ({ row, table, uid, oid, releaseToken }: Placing, others: readonly string[]): Query {
-    const text = this.text(`place ${table} ${others.join(' ')}`, () =>
-      `WITH tombstone AS (SELECT release_token, NOT coalesce(release_token = $12, false) AS finalized FROM ${this.tombstones} WHERE object_uid = $5),
-       guard AS (SELECT to_regclass($7) = $6::oid AS "sameTable", coalesce((SELECT finalized FROM tombstone), false) AS finalized),
-       recorded AS (${recordedTablesQuery(this.placements, { id: '$1', schema: '$10', pattern: '$11', owner: 'r.table_name <> $8' })}),
-       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] <@ $9::text[] AS expected),
-       go AS (SELECT 1 FROM guard, expected WHERE guard."sameTable" AND NOT guard.finalized AND expected.expected),
-       written AS (
-         INSERT INTO ${this.table(table)} AS t (id, name, age, country)
-         SELECT $1, $2, $3, $4 FROM go
-         ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
-         WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
-         RETURNING t.name, t.age, t.country
-       )${others.map((other, i) => `,
-       deleted_${i} AS (DELETE FROM ONLY ${this.table(other)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go)
-         AND EXISTS (SELECT 1 FROM recorded WHERE table_name = ($9::text[])[${i + 1}]))`).join('')},
-       unrecorded AS (DELETE FROM ${this.placements} WHERE id = $1 AND table_name <> $8 AND EXISTS (SELECT 1 FROM go)),
-       recorded_here AS (
-         INSERT INTO ${this.placements} AS r (id, table_name, uid) SELECT $1, $8, $5 FROM go
-         ON CONFLICT (id, table_name) DO UPDATE SET uid = EXCLUDED.uid WHERE r.uid IS DISTINCT FROM EXCLUDED.uid
-       ),
-       released AS (DELETE FROM ${this.tombstones} WHERE object_uid = $5 AND EXISTS (SELECT 1 FROM go))
-       SELECT guard."sameTable", guard.finalized, (SELECT release_token FROM tombstone) AS "releaseToken", expected.expected,
-         (SELECT count(*) FROM written)::int AS written,
-         EXISTS (SELECT 1 FROM written w WHERE (w.name, w.age, w.country) = ($2::text, $3::integer, $4::text)) AS kept,
-         EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1) AS existed,
-         EXISTS (SELECT 1 FROM ONLY ${this.table(table)} o WHERE o.id = $1 AND (o.name, o.age, o.country) = ($2::text, $3::integer, $4::text)) AS matched,
-         ARRAY(SELECT table_name FROM recorded)::text[] AS tables
-       FROM guard, expected`)
-    return [text, [row.id, row.name, row.age, row.country, uid, oid, this.table(table), table, others, this.schema, TABLE_NAME_PATTERN, releaseToken ?? null]]
+    return this.query(placeRow, { schema: this.schema, table, others }, {
+      ...row,
+      uid,
+      oid,
+      qualifiedTable: qualified(this.schema, table),
+      table,
+      tables: others,
+      schema: this.schema,
+      tablePattern: TABLE_NAME_PATTERN,
+      releaseToken: releaseToken ?? null
+    })
   }
 
   /**
-   * The statement of a finalize, after the advisory lock: when each table recorded as holding the row for this object
-   * (or for no object in particular: a row adopted from an earlier version) is among `tables`, it tombstones the uid
-   * and, if the uid was not tombstoned before, deletes the row from each of them, and their records. It reports them.
-   * With deletionPolicy Orphan it only tombstones the uid, and reports where the row stays.
-   * A repeated finalize (Metacontroller calls finalize again while another finalizer holds the object) refreshes its
-   * tombstone, and the expired ones it purges never include its own: each statement sees the table as it was before
-   * it, so a purge and a refresh of the same tombstone in one statement would leave it deleted.
+   * The statement of a finalize (statements.ts, finalizeDeleting or finalizeOrphaning), expecting the row in `tables`.
+   * A released object's tombstone keeps the token its first finalize gave it: the status Metacontroller wrote holds it.
    */
   private finalize ({ id, uid, deleting, policy }: FinalizePlan, tables: readonly string[]): Query {
-    const owned = '(r.uid = $2 OR r.uid IS NULL)'
-    const deletes = policy === 'Delete'
-    const text = this.text(`finalize ${policy} ${tables.join(' ')}`, () =>
-      `WITH recorded AS (${recordedTablesQuery(this.placements, { id: '$1', schema: '$3', pattern: '$4', owner: owned })}),
-       ${deletes
-        ? `previous AS (SELECT 1 FROM ${this.tombstones} WHERE object_uid = $2),
-       expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] <@ $7::text[] AS expected),
-       go AS (SELECT 1 FROM expected WHERE expected AND NOT EXISTS (SELECT 1 FROM previous)),`
-        : 'expected AS (SELECT true AS expected),'}
-       expired AS (DELETE FROM ${this.tombstones} WHERE finalized_at < now() - make_interval(secs => ${TOMBSTONE_RETENTION_SECONDS}) AND object_uid <> $2),
-       tombstone AS (
-         INSERT INTO ${this.tombstones} AS t (object_uid, id, release_token) SELECT $2, $1, CASE WHEN $5::boolean THEN NULL ELSE $6::text END FROM expected WHERE expected
-         ON CONFLICT (object_uid) DO UPDATE SET finalized_at = now(), release_token = CASE WHEN $5::boolean THEN NULL ELSE t.release_token END
-         RETURNING t.release_token
-       )${tables.map((table, i) => `,
-       deleted_${i} AS (DELETE FROM ONLY ${this.table(table)} WHERE id = $1 AND EXISTS (SELECT 1 FROM go)
-         AND EXISTS (SELECT 1 FROM recorded WHERE table_name = ($7::text[])[${i + 1}]))`).join('')}${deletes
-        ? `,
-       unrecorded AS (DELETE FROM ${this.placements} r WHERE r.id = $1 AND ${owned} AND EXISTS (SELECT 1 FROM go))`
-        : ''}
-       SELECT expected, ARRAY(SELECT table_name FROM recorded)::text[] AS tables, (SELECT release_token FROM tombstone) AS "releaseToken" FROM expected`)
-    // A released object's tombstone keeps the token its first finalize gave it: the status Metacontroller wrote holds it.
-    const values = [id, uid, this.schema, TABLE_NAME_PATTERN, String(deleting), randomUUID()]
-    return [text, deletes ? [...values, tables] : values]
+    const values = { id, uid, schema: this.schema, tablePattern: TABLE_NAME_PATTERN, deleting: String(deleting), releaseToken: randomUUID() }
+    return policy === 'Delete'
+      ? this.query(finalizeDeleting, { schema: this.schema, tables }, { ...values, tables })
+      : this.query(finalizeOrphaning, { schema: this.schema }, values)
   }
 
   /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */
@@ -540,9 +414,4 @@ function expectation (previousTable: string | undefined): string[] {
 /** DDL statements as one line of SQL, for a message. */
 function ddlText (statements: readonly string[]): string {
   return statements.map((statement) => `${statement.replace(' IF NOT EXISTS', '')};`).join(' ')
-}
-
-/** Two hooks creating the same table at once: one wins, the other sees a duplicate in the catalog. */
-function ignoreConcurrentCreate (error: unknown): void {
-  if (!['23505', '42P06', '42P07', '42710'].includes(sqlState(error) ?? '')) throw error
 }

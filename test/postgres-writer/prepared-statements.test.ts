@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
-import { MAX_PREPARED_PER_CONNECTION } from '../../hooks/database/statements.js'
+import { MAX_PREPARED_PER_CONNECTION } from '../../hooks/database/prepared-statements.js'
 import { build, type TestApp } from '../helpers/app.js'
 import { admin, callHook, messageOf, readyOf, request, rows } from './calls.js'
 
