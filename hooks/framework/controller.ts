@@ -10,11 +10,17 @@ import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorRe
  * manifests, the render tool and the e2e install are all derived from it.
  */
 
-/** Every kind of I/O a controller can declare in `needs`; a hook's context holds exactly the ones its controller declared. */
+/**
+ * Every kind of I/O a controller can declare in `needs`. The server connects each once per process, and hands a
+ * controller only what it declared.
+ */
 export interface Io {
   postgres: PostgresIo
 }
 export type Need = keyof Io
+
+/** What the hooks of a controller that declares no I/O get: nothing. */
+export type NoIo = Record<never, never>
 
 /**
  * What a sync found when it repaired what its controller keeps outside Kubernetes (PostgresWriter's row): `changed`
@@ -22,13 +28,13 @@ export type Need = keyof Io
  */
 export type Drift = 'changed' | 'missing'
 
-/** What a hook gets besides its request. */
-export interface HookContext<R extends CustomResource, N extends Need = never> {
+/** What a hook gets besides its request; `io` is what its controller's `connect` built (NoIo for a controller without I/O). */
+export interface HookContext<R extends CustomResource, I extends object = NoIo> {
   /** The time to stamp on a condition whose status changes. */
   now: string
   /** The parent, already checked to be of the controller's kind and to have a usable name. */
   parent: ParentOf<R>
-  io: Pick<Io, N>
+  io: I
   /** Counts a repair of what the controller keeps outside Kubernetes, found changed or missing (a metric). */
   driftRepaired: (drift: Drift) => void
   /** When the call arrived (its headers), as `performance.now()`: a deadline counts from it, its body's arrival included. */
@@ -54,28 +60,34 @@ export interface ChildResource {
   updateStrategy: 'InPlace' | 'OnDelete' | 'Recreate'
 }
 
-interface ControllerBase<R extends CustomResource, N extends Need> {
+interface ControllerBase<R extends CustomResource, N extends Need, I extends object> {
   /** The URL segment and the Metacontroller controller's name. */
   name: string
   resource: R
   /** The I/O its hooks use: `[]` for none. */
   needs: readonly N[]
+  /**
+   * Builds what its hooks get as `io` from the I/O it declared. The server calls it once per process, when it sets
+   * up the controller's routes, so that what lasts across calls (a store that remembers the tables it found fit)
+   * belongs to the server that made it, not to a module. Without it, the hooks get the declared I/O itself.
+   */
+  connect?: (io: Pick<Io, N>) => I
   resyncPeriodSeconds?: number
 }
 
-export interface CompositeController<R extends CustomResource = CustomResource, N extends Need = never> extends ControllerBase<R, N> {
+export interface CompositeController<R extends CustomResource = CustomResource, N extends Need = never, I extends object = Pick<Io, N>> extends ControllerBase<R, N, I> {
   type: 'composite'
   childResources: ChildResource[]
-  hooks: Hooks<CompositeRequest, CompositeResponse, HookContext<R, N>>
+  hooks: Hooks<CompositeRequest, CompositeResponse, HookContext<R, I>>
 }
 
-export interface DecoratorController<R extends CustomResource = CustomResource, N extends Need = never> extends ControllerBase<R, N> {
+export interface DecoratorController<R extends CustomResource = CustomResource, N extends Need = never, I extends object = Pick<Io, N>> extends ControllerBase<R, N, I> {
   type: 'decorator'
-  hooks: Hooks<DecoratorRequest, DecoratorResponse, HookContext<R, N>>
+  hooks: Hooks<DecoratorRequest, DecoratorResponse, HookContext<R, I>>
 }
 
 /** Any controller, whatever its resource and needs: what the registry and the code derived from it hold. */
-export type Controller = CompositeController<any, any> | DecoratorController<any, any>
+export type Controller = CompositeController<any, any, any> | DecoratorController<any, any, any>
 
 /** The hooks defined, by name: `sync`, and `finalize` when there is one. */
 export function definedHooks<H> (hooks: { sync: H, finalize?: H }): Array<[HookName, H]> {
@@ -86,8 +98,8 @@ export function definedHooks<H> (hooks: { sync: H, finalize?: H }): Array<[HookN
  * A controller's hooks as the server runs them: a hook that finds its parent's spec unusable (InvalidSpecError)
  * answers so on the resource, keeping every child as it is (invalid-spec.ts).
  */
-export function servedHooks (controller: CompositeController<any, any>): Hooks<CompositeRequest, CompositeResponse, HookContext<any, any>>
-export function servedHooks (controller: DecoratorController<any, any>): Hooks<DecoratorRequest, DecoratorResponse, HookContext<any, any>>
+export function servedHooks (controller: CompositeController<any, any, any>): Hooks<CompositeRequest, CompositeResponse, HookContext<any, any>>
+export function servedHooks (controller: DecoratorController<any, any, any>): Hooks<DecoratorRequest, DecoratorResponse, HookContext<any, any>>
 export function servedHooks (controller: Controller): Hooks<any, CompositeResponse | DecoratorResponse, HookContext<any, any>> {
   type AnyHook = Hook<any, CompositeResponse | DecoratorResponse, HookContext<any, any>>
   const answer = controller.type === 'composite' ? compositeInvalidSpecAnswer : decoratorInvalidSpecAnswer
@@ -114,8 +126,12 @@ export function needed (controllers: readonly Controller[]): Set<Need> {
   return new Set(controllers.flatMap((controller) => controller.needs))
 }
 
-/** The part of `available` a controller declared; fails (at start-up) when something it needs is missing. */
-export function ioFor (controller: Controller, available: Partial<Io>): Partial<Io> {
+/**
+ * What a controller's hooks get as `io`: its `connect` called with the part of `available` it declared, or that part
+ * itself. The server calls this once per controller and process. Fails (at start-up) when something it needs is
+ * missing.
+ */
+export function ioFor (controller: Controller, available: Partial<Io>): object {
   const io: Partial<Io> = {}
   const needs: readonly Need[] = controller.needs
   for (const need of needs) {
@@ -123,13 +139,13 @@ export function ioFor (controller: Controller, available: Partial<Io>): Partial<
     if (provided === undefined) throw new Error(`controller ${controller.name} needs ${need}, but none was configured`)
     io[need] = provided
   }
-  return io
+  return controller.connect === undefined ? io : controller.connect(io)
 }
 
 /**
  * The context of one hook call: the parent (`parent`, or a decorator's `object`) read for the controller's resource.
  * Outside the server (the render tool), repairs are counted nowhere.
  */
-export function hookContext (controller: Controller, object: KubernetesObject, now: string, io: Partial<Io>, driftRepaired: (drift: Drift) => void = () => {}, arrivedAt = performance.now()): HookContext<any, any> {
+export function hookContext (controller: Controller, object: KubernetesObject, now: string, io: object, driftRepaired: (drift: Drift) => void = () => {}, arrivedAt = performance.now()): HookContext<any, any> {
   return { now, parent: readParent(controller.resource, object, controller.type === 'composite' ? 'parent' : 'object'), io, driftRepaired, arrivedAt }
 }

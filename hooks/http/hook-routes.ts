@@ -47,7 +47,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     request: FastifyRequest,
     reply: FastifyReply,
     controller: Controller,
-    io: Partial<Io>,
+    io: object,
     parent: KubernetesObject,
     run: (context: HookContext<any, any>) => Response | Promise<Response>
   ): Promise<Response> => {

@@ -1,35 +1,39 @@
 import type { DecoratorController } from '../framework/index.js'
-import type { PostgresIo } from '../database/pool.js'
 import { postgresWriterResource } from './resource.js'
 import { RowStore } from './rows.js'
-import { driftOf, finalizeResponse, planFinalize, planSync, syncResponse } from './sync.js'
+import { driftOf, finalizeResponse, planFinalize, planSync, syncResponse, type FinalizePlan, type FinalizeResult, type SyncPlan, type TableRules, type WriteResult } from './sync.js'
 
-/** One store per pool, so that what it learnt of the tables lasts across calls. */
-const stores = new WeakMap<PostgresIo, RowStore>()
-function storeFor (postgres: PostgresIo): RowStore {
-  let store = stores.get(postgres)
-  if (store === undefined) stores.set(postgres, store = new RowStore(postgres))
-  return store
+/** What PostgresWriter's hooks write rows through: RowStore (rows.ts), built once per server by `connect`. */
+export interface Rows {
+  write: (plan: Extract<SyncPlan, { kind: 'write' }>, arrivedAt: number) => Promise<WriteResult>
+  delete: (plan: FinalizePlan, arrivedAt: number) => Promise<FinalizeResult>
+}
+
+/** What PostgresWriter's hooks get as `io`: the rows, which remember across calls the tables found fit, and where rows may go. */
+export interface PostgresWriterIo {
+  rows: Rows
+  tables: TableRules
 }
 
 /** PostgresWriter: one PostgreSQL row per custom resource, deleted when the resource is. */
-export const postgresWriter: DecoratorController<typeof postgresWriterResource, 'postgres'> = {
+export const postgresWriter: DecoratorController<typeof postgresWriterResource, 'postgres', PostgresWriterIo> = {
   type: 'decorator',
   name: 'postgres-writer',
   resource: postgresWriterResource,
   needs: ['postgres'],
+  connect: ({ postgres }) => ({ rows: new RowStore(postgres), tables: postgres.policy }),
   resyncPeriodSeconds: 300,
   hooks: {
-    sync: async (_request, { parent, now, io: { postgres }, driftRepaired, arrivedAt }) => {
-      const plan = planSync(parent, postgres.policy)
-      const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await storeFor(postgres).write(plan, arrivedAt) }
+    sync: async (_request, { parent, now, io: { rows, tables }, driftRepaired, arrivedAt }) => {
+      const plan = planSync(parent, tables)
+      const outcome = plan.kind === 'refuse' ? plan : { kind: plan.kind, plan, result: await rows.write(plan, arrivedAt) }
       const drift = driftOf(outcome)
       if (drift !== undefined) driftRepaired(drift)
-      return syncResponse(parent, outcome, postgres.policy, now)
+      return syncResponse(parent, outcome, tables, now)
     },
-    finalize: async (_request, { parent, now, io: { postgres }, arrivedAt }) => {
+    finalize: async (_request, { parent, now, io: { rows, tables }, arrivedAt }) => {
       const plan = planFinalize(parent)
-      return finalizeResponse(parent, plan, await storeFor(postgres).delete(plan, arrivedAt), postgres.policy, now)
+      return finalizeResponse(parent, plan, await rows.delete(plan, arrivedAt), tables, now)
     }
   }
 }

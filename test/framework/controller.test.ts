@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pg from 'pg'
-import { hookNames, needed, type HookContext } from '../../hooks/framework/controller.js'
+import { hookNames, needed, type CompositeController, type HookContext } from '../../hooks/framework/controller.js'
 import { bookStore } from '../../hooks/bookstore/index.js'
 import { controllers } from '../../hooks/controllers.js'
 import { podSet } from '../../hooks/podset/index.js'
@@ -42,6 +42,36 @@ test('a composite\'s hook context holds no database, at compile time and at run 
   assert.ok(context !== undefined)
   assert.deepEqual(context.io, {})
   assert.ok(![...reachable(context)].some((value) => value instanceof pg.Pool || value === pool), 'no pool is reachable from the context')
+})
+
+test('a controller\'s connect runs once per server, with the I/O it declared, and its hooks get what it built', async (t) => {
+  const connected: unknown[] = []
+  const seen: unknown[] = []
+  const counting: CompositeController<typeof podSetResource, 'postgres', { calls: number[] }> = {
+    ...podSet,
+    needs: ['postgres'],
+    connect: (io) => {
+      connected.push(io)
+      return { calls: [] }
+    },
+    hooks: {
+      sync: (request, context) => {
+        context.io.calls.push(1)
+        seen.push(context.io)
+        return syncPodSet(request, { ...context, io: {} })
+      }
+    }
+  }
+  const { app, pool } = await build(t, { controllers: [counting] })
+  for (let i = 0; i < 3; i++) {
+    const response = await app.inject({ method: 'POST', url: '/podset/sync', payload: fixture('podset', 'first-sync') })
+    assert.equal(response.statusCode, 200)
+  }
+  assert.equal(connected.length, 1, 'connected once')
+  assert.deepEqual(Object.keys(connected[0] as object), ['postgres'])
+  assert.equal((connected[0] as { postgres: { pool: unknown } }).postgres.pool, pool)
+  assert.equal(new Set(seen).size, 1, 'every call got the same io')
+  assert.deepEqual(seen[0], { calls: [1, 1, 1] })
 })
 
 test('controllers declare the I/O they need: PostgresWriter PostgreSQL, the composites none', () => {
