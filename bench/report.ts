@@ -177,6 +177,39 @@ export function targets (facts: RunFacts): Target[] {
   ]
 }
 
+/**
+ * What one PostgresWriter create costs in PostgreSQL, per create, counted from the protocol: round trips (answers a
+ * client waits for) and statements run.
+ */
+export interface CreateCosts {
+  ours: { roundTrips: number, statements: number }
+  naiveHook: { roundTrips: number, statements: number }
+}
+
+const perCreate = (value: number): string => Number.isInteger(value) ? String(value) : value.toFixed(2)
+
+export function createCostLines (costs: CreateCosts): string {
+  return `PostgresWriter create, per create: this server ${perCreate(costs.ours.statements)} statements in ${perCreate(costs.ours.roundTrips)} round trip(s), ` +
+    `the naive hook ${perCreate(costs.naiveHook.statements)} in ${perCreate(costs.naiveHook.roundTrips)}`
+}
+
+/** The page's section on what a create costs in PostgreSQL; none when the run did not count it. */
+function createCostSection (costs: CreateCosts | null | undefined): string[] {
+  if (costs === null || costs === undefined) return []
+  return [
+    '',
+    '## What a PostgresWriter create costs in PostgreSQL',
+    '',
+    'Counted from the PostgreSQL protocol (a proxy between the hook and PostgreSQL, `dev/pg-wire-count.ts`), per create:',
+    'round trips are the answers the hook waits for, statements the statements PostgreSQL runs.',
+    '',
+    markdownTable(['side', 'round trips', 'statements', 'what they are'], ['left', 'right', 'right', 'left'], [
+      ['ours', perCreate(costs.ours.roundTrips), perCreate(costs.ours.statements), 'the row\'s advisory lock, then one statement that checks the tombstone, writes the row and records it, sent together'],
+      ['naive hook', perCreate(costs.naiveHook.roundTrips), perCreate(costs.naiveHook.statements), 'one `INSERT … ON CONFLICT`, with no tombstone and no record']
+    ])
+  ]
+}
+
 export function targetLines (list: readonly Target[]): string {
   const label = { met: 'met         ', 'not met': 'NOT MET     ', 'not measured': 'not measured' }
   return list.map((t) => `${label[t.verdict]}  ${t.target}: ${t.figure}`).join('\n')
@@ -200,6 +233,8 @@ export interface Results {
   elapsedSeconds: number
   rows: Row[]
   resync: RunFacts['resync']
+  /** Counted when the run measured the PostgresWriter create; absent from runs before it was counted. */
+  createCosts?: CreateCosts | null
   wholeRunPeakRssMiB: RunFacts['wholeRunPeakRssMiB']
   targets: Target[]
   failures: string[]
@@ -246,6 +281,7 @@ export function benchmarkPage (results: Results): string {
     '',
     markdownTable(['target', 'verdict', 'figures'], ['left', 'left', 'left'], results.targets.map((target) => [target.target, verdict[target.verdict], target.figure])),
     ...results.failures.length === 0 ? [] : ['', '**Failures** (the run exited 1):', '', ...results.failures.map((failure) => `- ${failure}`)],
+    ...createCostSection(results.createCosts),
     '',
     '## Results',
     '',

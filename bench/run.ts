@@ -11,8 +11,9 @@ import { loadConfig } from '../hooks/runtime/config.js'
 import { startPostgres } from '../dev/postgres-process.js'
 import { startServer as startServerProcess } from '../dev/server-process.js'
 import { deployment } from '../dev/deployment.js'
+import { startWireCounter } from '../dev/pg-wire-count.js'
 import { httpLoad, measurement, poolLoad, type HttpLoad, type Length, type Sample } from './load.js'
-import { benchmarkPage, table, targetLines, targets, type Results, type Row, type SideName } from './report.js'
+import { benchmarkPage, createCostLines, table, targetLines, targets, type CreateCosts, type Results, type Row, type SideName } from './report.js'
 import { compositeCases, postgresWriterCreate, postgresWriterResync, type CompositeCase } from './requests.js'
 
 /**
@@ -193,6 +194,7 @@ for (const pool of [admin, loopPool]) pool.on('error', () => {})
 const rows: Row[] = []
 const failures: string[] = []
 const resync = { rowWrites: 0, hookRequests: 0, loopQueries: 0 }
+let createCosts: CreateCosts | null = null
 
 /** What a side's slices add up to at one concurrency. */
 interface SideRecord {
@@ -302,6 +304,44 @@ const pgLoop = (query: () => [string, unknown[]]): Side => ({
 const profileDir = process.env.BENCH_CPU_PROF
 const profile = profileDir === undefined || profileDir === '' ? [] : ['--cpu-prof', `--cpu-prof-dir=${profileDir}`]
 const manifest = deployment()
+
+/** Creates sent one at a time to count what each costs in PostgreSQL, after as many to warm up. */
+const COUNTED_CREATES = 100
+
+/**
+ * What one create costs in PostgreSQL, for this server and the naive hook: each on a process of its own whose database
+ * is a proxy that counts round trips and statements from the protocol (dev/pg-wire-count.ts), in a schema of its own.
+ * The warm-up creates the tables and prepares the statements; then creates are sent one at a time.
+ */
+async function countCreates (): Promise<CreateCosts | null> {
+  const counted: Partial<CreateCosts> = {}
+  for (const [side, name] of [['ours', 'ours'], ['naiveHook', 'fastify peer']] as const) {
+    const counter = await startWireCounter(databaseUrl)
+    const countedSchema = `${side === 'ours' ? schema : naiveSchema}_counted`
+    const server = name === 'ours'
+      ? await startProcess(name, manifest.script, { ...databaseEnv, DATABASE_URL: counter.connectionString, PG_SCHEMA: countedSchema }, manifest.nodeArgs)
+      : await startProcess(name, 'bench/peers/fastify-hook.js', { ...databaseEnv, DATABASE_URL: counter.connectionString, PG_SCHEMA: countedSchema })
+    try {
+      const { next } = postgresWriterCreate()
+      const send = async (): Promise<boolean> => rowWritten((await post(`${server.url}/postgres-writer/sync`, next())).text)
+      for (let i = 0; i < COUNTED_CREATES; i++) await send()
+      const before = counter.counts()
+      let written = 0
+      for (let i = 0; i < COUNTED_CREATES; i++) if (await send()) written++
+      const after = counter.counts()
+      if (written < COUNTED_CREATES) {
+        failures.push(`PostgresWriter create: ${name} wrote ${written} of ${COUNTED_CREATES} rows while its statements were counted`)
+        return null
+      }
+      counted[side] = { roundTrips: (after.roundTrips - before.roundTrips) / COUNTED_CREATES, statements: (after.statements - before.statements) / COUNTED_CREATES }
+    } finally {
+      await server.stop()
+      await counter.close()
+      await admin.query(`DROP SCHEMA IF EXISTS "${countedSchema}" CASCADE`)
+    }
+  }
+  return counted as CreateCosts
+}
 
 const wholeRunPeakRssMiB: Record<string, number> = {}
 let resyncEnded: number | undefined
@@ -437,6 +477,7 @@ try {
         pgLoop(() => [sql, [`${namespace}/pg-loop-${created++}`, person, age, country]])
       ], false, 'naive hook')
     })
+    createCosts = await countCreates()
   }
 
   for (const composite of composites.filter((c) => c.large)) await measureComposite(composite)
@@ -455,6 +496,7 @@ log('')
 log(table(rows))
 log('')
 log(targetLines(verdicts))
+if (createCosts !== null) log(createCostLines(createCosts))
 for (const failure of failures) log(`FAILED ${failure}`)
 log(`\n${rows.length} rows in ${elapsedSeconds} s; figures in bench/results.json, the page in docs/benchmarks.md`)
 
@@ -473,6 +515,7 @@ const results: Results = {
   elapsedSeconds,
   rows,
   resync,
+  createCosts,
   wholeRunPeakRssMiB,
   targets: verdicts,
   failures

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { benchmarkPage, FULL_RUN_SECONDS, targets, type Results, type Row, type SideName, type Target } from '../../bench/report.js'
+import { benchmarkPage, createCostLines, FULL_RUN_SECONDS, targets, type Results, type Row, type SideName, type Target } from '../../bench/report.js'
 
 /** The verdicts of the bench (bench/report.ts), from rows as a run records them, and the page made from a run's results. */
 
@@ -89,6 +89,16 @@ test('the benchmark page holds the run\'s date, machine and settings, its target
   assert.match(page, /^\| PodSet 2,000 pods \| ours \| 16 \| 0\.0 \| – \| – \| – \| 3 FAILED \| 150 \| – \| 20 % \| {2}\| {2}\| {2}\|$/m, 'figures no request gave are dashes')
   assert.doesNotMatch(page, /quick look/)
   assert.ok(page.endsWith('\n') && !page.endsWith('\n\n'))
+})
+
+test('the page says what a PostgresWriter create costs in round trips and statements, when the run counted it', () => {
+  const createCosts = { ours: { roundTrips: 1, statements: 2 }, naiveHook: { roundTrips: 1, statements: 1 } }
+  const page = benchmarkPage(resultsOf(pageRows, { createCosts }))
+  assert.match(page, /^## What a PostgresWriter create costs in PostgreSQL$/m)
+  assert.match(page, /^\| ours \| 1 \| 2 \| .*tombstone.* \|$/m)
+  assert.match(page, /^\| naive hook \| 1 \| 1 \| .* \|$/m)
+  assert.equal(createCostLines(createCosts), 'PostgresWriter create, per create: this server 2 statements in 1 round trip(s), the naive hook 1 in 1')
+  for (const uncounted of [null, undefined]) assert.doesNotMatch(benchmarkPage(resultsOf(pageRows, { createCosts: uncounted })), /What a PostgresWriter create costs/)
 })
 
 test('a run of short slices, or of some cases only, is marked as a quick look at the top of its page', () => {
