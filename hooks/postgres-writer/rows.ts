@@ -10,7 +10,7 @@ import { isSqlIdentifier } from './sql-identifier.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
 import {
   createSchema, earlierRowTables, finalizeDeleting, finalizeOrphaning, hookTablesDdl, inspectTable, lockHookTables, lockRow, migrationDdl,
-  placeRow, qualified, readRow, rowTableDdl, updateRow
+  placeRow, placeRowAlone, qualified, readRow, rowTableDdl, updateRow
 } from './statements.js'
 import { RETRY_UNAVAILABLE_SECONDS, type Failed, type FinalizePlan, type FinalizeResult, type Row, type SyncPlan, type WriteResult } from './sync.js'
 import { PLACEMENTS_TABLE, tableVerdict, TOMBSTONES_TABLE, type HookTables, type Relation } from './tables.js'
@@ -59,7 +59,10 @@ interface Finalized {
   releaseToken: string | null
 }
 
-/** A statement's text and its values, as the batch sends them. */
+/**
+ * A statement's text and its values, as the batch sends them. The values are written out field by field: V8 builds an
+ * object literal that spreads the row and adds fields on a slow path (6.5 µs, against 0.1 µs written out).
+ */
 interface Query { text: string, values: Value[] }
 
 /**
@@ -316,7 +319,7 @@ export class RowStore {
    */
   private async inPlace (db: pg.PoolClient, row: Row, table: string, uid: string, oid: string): Promise<WriteResult | 'stale' | undefined> {
     const shape = { schema: this.schema, table }
-    const values = { ...row, uid, oid, table }
+    const values = { id: row.id, name: row.name, age: row.age, country: row.country, uid, oid, table }
     const [found] = (await this.run1<{ sameTable: boolean, matched: boolean, settled: boolean }>(db, this.query(readRow, shape, values))).rows
     if (found === undefined || !found.settled) return undefined
     if (!found.sameTable) return 'stale'
@@ -331,9 +334,14 @@ export class RowStore {
    * Places the row: after the row's advisory lock, so that the statement sees what an earlier placement or finalize
    * committed (a tombstone, a record elsewhere), one statement upserts it, deletes it from the other tables recorded as
    * holding it when each is one it expected (`others`), and records it here, for this object. One round trip, unless
-   * a table the status did not name holds it.
+   * a table the status did not name holds it. When it expects no other table, a shorter statement tries first, which
+   * writes only when no other table holds the row and no tombstone stops it: an object's first sync.
    */
   private async place (db: pg.PoolClient, placing: Placing, others: readonly string[]): Promise<WriteResult | 'stale'> {
+    if (others.length === 0) {
+      const alone = await this.placeAlone(db, placing)
+      if (alone !== undefined) return alone
+    }
     let expected = others
     for (let attempt = 1; attempt <= ATTEMPTS_FOR_TABLES; attempt++) {
       let report: Placement
@@ -352,10 +360,26 @@ export class RowStore {
     return this.tablesKeptChanging('')
   }
 
+  /**
+   * The placement of a row that nothing else holds or stops (statements.ts, placeRowAlone): what it did, or undefined
+   * when something does, and the whole placement must run.
+   */
+  private async placeAlone (db: pg.PoolClient, { row, table, uid, oid }: Placing): Promise<WriteResult | 'stale' | undefined> {
+    const values = { id: row.id, name: row.name, age: row.age, country: row.country, uid, oid, qualifiedTable: qualified(this.schema, table), table }
+    const [, placement] = await this.batch(db, [this.query(lockRow, undefined, { id: row.id }), this.query(placeRowAlone, { schema: this.schema, table }, values)])
+    const report = placement?.rows[0] as { sameTable: boolean, placed: boolean, written: number, kept: boolean, before: boolean | null }
+    if (!report.sameTable) return 'stale'
+    if (!report.placed) return undefined
+    return this.outcome(table, report.written, report.kept, report.before)
+  }
+
   /** The statement of a placement (statements.ts, placeRow), expecting the row in `others` besides `table`. */
   private placement ({ row, table, uid, oid, releaseToken }: Placing, others: readonly string[]): Query {
     return this.query(placeRow, { schema: this.schema, table, others }, {
-      ...row,
+      id: row.id,
+      name: row.name,
+      age: row.age,
+      country: row.country,
       uid,
       oid,
       qualifiedTable: qualified(this.schema, table),
@@ -372,10 +396,10 @@ export class RowStore {
    * A released object's tombstone keeps the token its first finalize gave it: the status Metacontroller wrote holds it.
    */
   private finalize ({ id, uid, deleting, policy }: FinalizePlan, tables: readonly string[]): Query {
-    const values = { id, uid, schema: this.schema, tablePattern: TABLE_NAME_PATTERN, deleting: String(deleting), releaseToken: randomUUID() }
+    const [schema, tablePattern, releaseToken] = [this.schema, TABLE_NAME_PATTERN, randomUUID()]
     return policy === 'Delete'
-      ? this.query(finalizeDeleting, { schema: this.schema, tables }, { ...values, tables })
-      : this.query(finalizeOrphaning, { schema: this.schema }, values)
+      ? this.query(finalizeDeleting, { schema, tables }, { id, uid, schema, tablePattern, deleting: String(deleting), releaseToken, tables })
+      : this.query(finalizeOrphaning, { schema }, { id, uid, schema, tablePattern, deleting: String(deleting), releaseToken })
   }
 
   /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */
@@ -393,7 +417,15 @@ export class RowStore {
       return refused('RowDeleted', `row ${JSON.stringify(row.id)} was deleted when this PostgresWriter (uid ${uid}) was finalized: a sync that arrives after its finalize writes nothing`)
     }
     if (!report.sameTable) return 'stale'
-    if (report.written > 0 ? report.kept : report.matched) return { kind: 'done', wrote: report.written === 0 ? 'nothing' : report.existed ? 'updated' : 'inserted' }
+    return this.outcome(table, report.written, report.kept, report.existed ? report.matched : null)
+  }
+
+  /**
+   * What a placement that went ahead did: `written` rows, the one written read back as sent (`kept`), over the row as
+   * it was before (`before`: null when there was none, else whether it matched the spec).
+   */
+  private outcome (table: string, written: number, kept: boolean, before: boolean | null): WriteResult {
+    if (written > 0 ? kept : before === true) return { kind: 'done', wrote: written === 0 ? 'nothing' : before === null ? 'inserted' : 'updated' }
     return this.notKept(table)
   }
 

@@ -149,6 +149,39 @@ export const placeRow = defineStatement('place the row',
          ARRAY(SELECT table_name FROM recorded)::text[] AS tables
        FROM guard, expected`)
 
+/**
+ * The placement of a row that nothing else has a say on, as at an object's first sync: after the row's advisory lock,
+ * when `$qualifiedTable` still names the table found fit (`$oid`), the object has no tombstone, and no other table is
+ * recorded as holding the row, it writes the row and records it in `$table`, for this object. Otherwise it writes
+ * nothing, and the store runs `placeRow`, which deals with each of those. It reports what the row was before (`before`:
+ * null when there was none, else whether it matched the spec) and what the write did.
+ *
+ * Its parts: `go`, one row when it writes; `written`, the upsert; `recorded_here`, the record.
+ */
+export const placeRowAlone = defineStatement('place a row nothing else holds',
+  ['id', 'name', 'age', 'country', 'uid', 'oid', 'qualifiedTable', 'table'],
+  ({ schema, table }: OnTable) =>
+    `WITH go AS (
+         SELECT WHERE to_regclass($qualifiedTable) = $oid::oid
+           AND NOT EXISTS (SELECT FROM ${tombstones(schema)} WHERE object_uid = $uid)
+           AND NOT EXISTS (SELECT FROM ${placements(schema)} WHERE id = $id AND table_name <> $table)
+       ),
+       written AS (
+         INSERT INTO ${qualified(schema, table)} AS t (id, name, age, country)
+         SELECT $id, $name, $age, $country FROM go
+         ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
+         WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
+         RETURNING t.name, t.age, t.country
+       ),
+       recorded_here AS (
+         INSERT INTO ${placements(schema)} AS r (id, table_name, uid) SELECT $id, $table, $uid FROM go
+         ON CONFLICT (id, table_name) DO UPDATE SET uid = EXCLUDED.uid WHERE r.uid IS DISTINCT FROM EXCLUDED.uid
+       )
+       SELECT to_regclass($qualifiedTable) = $oid::oid AS "sameTable", EXISTS (SELECT FROM go) AS placed,
+         (SELECT count(*) FROM written)::int AS written,
+         EXISTS (SELECT FROM written w WHERE (w.name, w.age, w.country) = ($name::text, $age::integer, $country::text)) AS kept,
+         (SELECT coalesce((o.name, o.age, o.country) = ($name::text, $age::integer, $country::text), false) FROM ONLY ${qualified(schema, table)} o WHERE o.id = $id) AS before`)
+
 /** Whose row a finalize deletes: the object's, or one adopted from an earlier version (no owner), which any object of that id owns. */
 const OWNED = '(r.uid = $uid OR r.uid IS NULL)'
 
