@@ -59,6 +59,14 @@ interface Finalized {
   releaseToken: string | null
 }
 
+/** What the catalog says of a table and of the hook's own tables (statements.ts, inspectTable). */
+interface Inspected {
+  hookTables: HookTables
+  /** The columns of the hook's tables that this version reads and that they lack, as `table.column`. */
+  hookColumnsMissing: string[]
+  relation: Relation | undefined
+}
+
 /**
  * A statement's text and its values, as the batch sends them. The values are written out field by field: V8 builds an
  * object literal that spreads the row and adds fields on a slow path (6.5 µs, against 0.1 µs written out).
@@ -160,7 +168,11 @@ export class RowStore {
           // One of the tables it expected is gone, or the hook's own tables changed: the next run expects none.
           expected = []
           this.hookTablesCurrent = false
-          if (await this.hookTablesReady(db) !== 'ready') throw error
+          const ready = await this.hookTablesReady(db)
+          if (ready !== 'ready') {
+            if (ready === 'none') throw error
+            return ready
+          }
         }
       }
       return this.tablesKeptChanging(changed)
@@ -199,7 +211,7 @@ export class RowStore {
     if (known !== undefined && this.hookTablesCurrent && performance.now() - known.at < FIT_FOR_MS) return known.oid
     let inspected = await this.inspect(db, table)
     if (inspected.hookTables !== 'current') {
-      const ready = await this.prepareHookTables(db, inspected.hookTables)
+      const ready = await this.prepareHookTables(db, inspected)
       if (ready !== 'ready') return ready === 'none' ? refused('TableMissing', this.hookTablesMissing()) : ready
     }
     if (inspected.relation === undefined && this.io.policy.autoCreateTables) {
@@ -220,14 +232,18 @@ export class RowStore {
    */
   private async hookTablesReady (db: pg.PoolClient): Promise<'ready' | 'none' | Failed> {
     if (this.hookTablesCurrent) return 'ready'
-    const { hookTables } = await this.inspect(db, TOMBSTONES_TABLE)
-    const ready = hookTables === 'current' ? 'ready' : await this.prepareHookTables(db, hookTables)
+    const inspected = await this.inspect(db, TOMBSTONES_TABLE)
+    const ready = inspected.hookTables === 'current' ? 'ready' : await this.prepareHookTables(db, inspected)
     if (ready === 'ready') this.hookTablesCurrent = true
     return ready
   }
 
-  /** Creates the hook's missing tables, or migrates an earlier version's, when PG_AUTO_CREATE_TABLES allows it. */
-  private async prepareHookTables (db: pg.PoolClient, state: Exclude<HookTables, 'current'>): Promise<'ready' | 'none' | Failed> {
+  /**
+   * Creates the hook's missing tables, or migrates an earlier version's, when PG_AUTO_CREATE_TABLES allows it. Tables
+   * another version laid out otherwise are left as they are: this version writes nothing on them.
+   */
+  private async prepareHookTables (db: pg.PoolClient, { hookTables: state, hookColumnsMissing }: Inspected): Promise<'ready' | 'none' | Failed> {
+    if (state === 'other') return refused('TableIncompatible', this.otherLayout(hookColumnsMissing))
     if (!this.io.policy.autoCreateTables) return state === 'missing' ? 'none' : refused('TableMissing', await this.migrationNeeded(db))
     if (state === 'missing') {
       await this.create(db, hookTablesDdl(this.schema))
@@ -265,6 +281,10 @@ export class RowStore {
     return `the hook's own tables are missing from schema ${this.schema}: they record where each row was written, and the uid of every finalized PostgresWriter, so that no call that arrives after the finalize writes its row again; create them (${ddlText(hookTablesDdl(this.schema))}) and grant the hook's user SELECT, INSERT, UPDATE and DELETE on them, or set PG_AUTO_CREATE_TABLES=true; nothing was written`
   }
 
+  private otherLayout (missing: readonly string[]): string {
+    return `the hook's own tables in schema ${this.schema} are not laid out as this version of the hook reads them (${missing.join(', ')} missing): another version changed them, most likely a later one that this server was rolled back from; run that version again, or first the way back to this version's tables that its documentation gives (docs/postgres-writer.md); nothing was written`
+  }
+
   private async migrationNeeded (db: pg.PoolClient): Promise<string> {
     const statements = migrationDdl(this.schema, await this.earlierRowTables(db))
     return `the hook's tables in schema ${this.schema} are those of an earlier version, which did not record where it wrote each row: migrate them in one transaction (BEGIN; ${ddlText(statements)} COMMIT;) and grant the hook's user SELECT, INSERT, UPDATE and DELETE on ${this.placements}, or set PG_AUTO_CREATE_TABLES=true; nothing was written`
@@ -279,9 +299,9 @@ export class RowStore {
     }
   }
 
-  private async inspect (db: pg.PoolClient, table: string): Promise<{ hookTables: HookTables, relation: Relation | undefined }> {
-    const [row] = (await this.run1<Relation & { hookTables: HookTables, oid: string | null }>(db, this.query(inspectTable, undefined, { schema: this.schema, table }))).rows
-    return { hookTables: row?.hookTables ?? 'missing', relation: row?.oid === null || row === undefined ? undefined : row }
+  private async inspect (db: pg.PoolClient, table: string): Promise<Inspected> {
+    const [row] = (await this.run1<Relation & Omit<Inspected, 'relation'> & { oid: string | null }>(db, this.query(inspectTable, undefined, { schema: this.schema, table }))).rows
+    return { hookTables: row?.hookTables ?? 'missing', hookColumnsMissing: row?.hookColumnsMissing ?? [], relation: row?.oid === null || row === undefined ? undefined : row }
   }
 
   /**

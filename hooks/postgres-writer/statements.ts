@@ -1,5 +1,5 @@
 import { defineStatement } from '../database/sql.js'
-import { PLACEMENTS_TABLE, TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE } from './tables.js'
+import { HOOK_TABLE_COLUMNS, PLACEMENTS_TABLE, TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE } from './tables.js'
 
 /**
  * Every statement PostgresWriter sends to PostgreSQL. Each is named, and so is each of its parameters (`$id`, sent as
@@ -26,17 +26,22 @@ export const lockRow = defineStatement('lock the row', ['id'], () =>
   'SELECT pg_advisory_xact_lock(hashtextextended($id, 0))')
 
 /**
- * The relation named `table` in `schema` (its columns null when there is none), and the state of the hook's own
- * tables (tables.ts, HookTables). One catalog read, made the first time a table is used and again when a write finds
- * it changed.
+ * The relation named `table` in `schema` (its columns null when there is none), the state of the hook's own tables
+ * (tables.ts, HookTables), and the columns of theirs this version needs that are missing (`table.column`). One
+ * catalog read, made the first time a table is used and again when a write finds it changed.
  */
 export const inspectTable = defineStatement('inspect a table', ['schema', 'table'], () => `SELECT CASE
     WHEN to_regclass(format('%I.%I', $schema::text, '${TOMBSTONES_TABLE}')) IS NULL THEN 'missing'
     WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
       WHERE a.attrelid = to_regclass(format('%I.%I', $schema::text, '${TOMBSTONES_TABLE}')) AND a.attname = 'uid' AND NOT a.attisdropped) THEN 'earlier'
     WHEN to_regclass(format('%I.%I', $schema::text, '${PLACEMENTS_TABLE}')) IS NULL THEN 'missing'
-    ELSE 'current' END AS "hookTables", r.*
-  FROM (SELECT 1) AS one LEFT JOIN LATERAL (
+    WHEN cardinality(hook.missing) > 0 THEN 'other'
+    ELSE 'current' END AS "hookTables", hook.missing AS "hookColumnsMissing", r.*
+  FROM (SELECT ARRAY(
+      SELECT format('%s.%s', needed.tbl, needed.col) FROM (VALUES ${HOOK_TABLE_COLUMNS.map(([table, column]) => `('${table}', '${column}')`).join(', ')}) AS needed (tbl, col)
+      WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
+        WHERE a.attrelid = to_regclass(format('%I.%I', $schema::text, needed.tbl)) AND a.attname = needed.col AND NOT a.attisdropped)
+    ) AS missing) AS hook LEFT JOIN LATERAL (
     SELECT c.oid::text AS oid, c.relkind::text AS relkind, c.relispartition AS partition,
       (SELECT i.inhparent::regclass::text FROM pg_catalog.pg_inherits i WHERE i.inhrelid = c.oid LIMIT 1) AS parent,
       COALESCE((SELECT json_agg(json_build_object('name', a.attname, 'type', format_type(a.atttypid, a.atttypmod), 'typeOid', a.atttypid::int,
@@ -271,3 +276,4 @@ export function migrationDdl (schema: string, earlierTables: readonly string[]):
     `ALTER TABLE ${tombstones(schema)} ADD COLUMN IF NOT EXISTS release_token text`
   ]
 }
+

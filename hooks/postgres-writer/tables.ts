@@ -29,9 +29,16 @@ export const TOMBSTONE_RETENTION_SECONDS = 600
 
 /**
  * The hook's tables as the catalog shows them: `current`; `earlier`, the tombstones of a version that recorded no
- * placements (its column `uid`), whose rows the migration adopts; or `missing`, to be created.
+ * placements (its column `uid`), whose rows the migration adopts; `missing`, to be created; or `other`, without a
+ * column this version reads (HOOK_TABLE_COLUMNS): laid out by another version, a later one rolled back from, say.
  */
-export type HookTables = 'current' | 'earlier' | 'missing'
+export type HookTables = 'current' | 'earlier' | 'missing' | 'other'
+
+/** The columns of the hook's own tables that this version reads and writes. */
+export const HOOK_TABLE_COLUMNS: ReadonlyArray<readonly [table: string, column: string]> = [
+  [TOMBSTONES_TABLE, 'object_uid'], [TOMBSTONES_TABLE, 'id'], [TOMBSTONES_TABLE, 'finalized_at'], [TOMBSTONES_TABLE, 'release_token'],
+  [PLACEMENTS_TABLE, 'id'], [PLACEMENTS_TABLE, 'table_name'], [PLACEMENTS_TABLE, 'uid']
+]
 
 /** What the catalog says of a relation: `inspectTable`'s row (statements.ts). */
 export interface Relation {

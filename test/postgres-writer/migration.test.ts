@@ -87,3 +87,18 @@ test('with PG_AUTO_CREATE_TABLES=false, calls are refused with the migration, wh
   assert.equal((await callHook(app, request('finalize'), 'finalize')).json.finalized, true)
   assert.deepEqual([(await rows(app, 'students')).map((row) => row.id), await rows(app, 'alumni')], [['default/other'], []])
 })
+
+test('tables another version laid out otherwise: syncs and finalizes name the hook\'s own table and what it lacks, and write nothing', async (t) => {
+  const app = await build(t)
+  assert.equal(readyOf(await callHook(app, request('sync-create'))), 'True RowWritten')
+  // As a later version might: its tombstones keyed by another column.
+  await admin(app, 'ALTER TABLE "postgres-writer-tombstones" RENAME COLUMN object_uid TO object_key')
+  for (const [hook, body] of [['sync', request('sync-age-changed')], ['finalize', request('finalize')]] as const) {
+    const answer = await callHook(app, body, hook)
+    assert.equal(readyOf(answer), 'False TableIncompatible', `${hook}: ${messageOf(answer)}`)
+    assert.match(messageOf(answer), /the hook's own tables in schema \S+ are not laid out as this version of the hook reads them \(postgres-writer-tombstones\.object_uid missing\): another version changed them/, hook)
+    assert.doesNotMatch(messageOf(answer), /cannot hold the row/, hook)
+    if (hook === 'finalize') assert.equal(answer.json.finalized, false)
+  }
+  assert.deepEqual((await rows(app, 'students')).map((row) => [row.id, row.age]), [[ID, 23]])
+})
