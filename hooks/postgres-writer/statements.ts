@@ -277,3 +277,16 @@ export function migrationDdl (schema: string, earlierTables: readonly string[]):
   ]
 }
 
+/**
+ * The way back to a version that recorded no placements, after the migration: that version's tombstones column `uid`
+ * again, and no placement records, which it would neither read nor keep up. Run in one transaction, once no replica
+ * of this version runs (one would migrate the tables again). Tombstones keep holding. Upgrading again migrates the
+ * tables as the first time, every row then owned by no object.
+ */
+export function downgradeDdl (schema: string): string[] {
+  return [
+    `LOCK TABLE ${tombstones(schema)} IN ACCESS EXCLUSIVE MODE`,
+    `ALTER TABLE ${tombstones(schema)} RENAME COLUMN object_uid TO uid`,
+    `DROP TABLE ${placements(schema)}`
+  ]
+}

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
 import type { TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
 import { startPostgres, type PostgresProcess } from '../../dev/postgres-process.js'
-import { startServer, type ServerProcess } from '../../dev/server-process.js'
+import { spawnServer, startServer, type ServerProcess, type ServerProcessOptions } from '../../dev/server-process.js'
 
 /** The hook server as every fault test runs it: its own process, short database timeouts, a schema of the test's own. */
 
@@ -21,15 +22,29 @@ export const CALL_BOUND_MS = (CONNECT_TIMEOUT_SECONDS + STATEMENT_TIMEOUT_SECOND
 
 /**
  * Starts the hook server with the given database and schema (and these timeouts), on `port` when given, with Node.js's
- * `nodeArgs`; it is stopped after the test.
+ * `nodeArgs`, from `checkout` when given (another version's files); it is stopped after the test.
  */
-export async function startHookServer (t: TestContext, env: { DATABASE_URL: string, PG_SCHEMA: string } & Record<string, string>, options: { port?: number, nodeArgs?: string[] } = {}): Promise<ServerProcess> {
-  const server = await startServer({
-    ...options,
-    env: { PG_CONNECT_TIMEOUT: String(CONNECT_TIMEOUT_SECONDS), PG_STATEMENT_TIMEOUT: String(STATEMENT_TIMEOUT_SECONDS), ...env }
-  })
+export async function startHookServer (t: TestContext, env: { DATABASE_URL: string, PG_SCHEMA: string } & Record<string, string>, options: { port?: number, nodeArgs?: string[], checkout?: string } = {}): Promise<ServerProcess> {
+  const { checkout, ...rest } = options
+  const settings = { ...rest, env: { PG_CONNECT_TIMEOUT: String(CONNECT_TIMEOUT_SECONDS), PG_STATEMENT_TIMEOUT: String(STATEMENT_TIMEOUT_SECONDS), ...env } }
+  if (checkout !== undefined) return await startEarlierServer(t, { ...settings, cwd: checkout, entry: join(checkout, 'hooks', 'server.ts') })
+  const server = await startServer(settings)
   t.after(async () => { await server.stop() })
   return server
+}
+
+/**
+ * An earlier version, on ports the system picks. Its "hook server ready" line names only the probe port: the hook
+ * port is the one of the first "Server listening at" line fastify logs, since it listens before the probe port.
+ */
+async function startEarlierServer (t: TestContext, options: ServerProcessOptions): Promise<ServerProcess> {
+  const server = spawnServer(options)
+  t.after(async () => { await server.stop() })
+  await server.logged('hook server ready', 30_000)
+  const port = /"msg":"Server listening at http:\/\/127\.0\.0\.1:(\d+)"/.exec(server.output())?.[1]
+  if (port === undefined) throw new Error(`the earlier version logged no "Server listening at" line with its port:\n${server.output()}`)
+  const url = `http://127.0.0.1:${port}`
+  return Object.create(server, { url: { value: url }, port: { value: Number(port) } }) as ServerProcess
 }
 
 /** A schema name of the test's own: the server creates it with the first table. */
