@@ -103,6 +103,10 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
   const [program, ...args] = options.command ?? [process.execPath, ...options.nodeArgs ?? [], ...entry.endsWith('.ts') ? ['--import', tsx] : [], resolve(root, entry)]
   if (program === undefined) throw new Error('command is empty: give the program to run, then its arguments')
   const given = { port: options.port ?? 0, probePort: options.probePort ?? 0 }
+  const logLevel = options.env?.LOG_LEVEL ?? process.env.LOG_LEVEL
+  if ((given.port === 0 || given.probePort === 0) && logLevel !== undefined && ['warn', 'error', 'fatal', 'silent'].includes(logLevel)) {
+    throw new Error(`LOG_LEVEL=${logLevel} hides the "hook server ready" line that names the ports the system picked: give port and probePort, or log at info`)
+  }
   const output = options.output ?? 'memory'
   const logFile = typeof output === 'object' ? resolve(root, output.file) : undefined
   const fd = logFile === undefined ? undefined : openSync(logFile, 'a')

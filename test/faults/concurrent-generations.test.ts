@@ -25,7 +25,7 @@ interface Round {
 }
 
 test('one parent synced concurrently with 20 generations: every row is one submitted state', async (t) => {
-  const { postgres, schema, server } = await startRig(t, { PG_POOL_MAX: String(GENERATIONS), LOG_LEVEL: 'warn' })
+  const { postgres, schema, server } = await startRig(t, { PG_POOL_MAX: String(GENERATIONS) })
   const admin = await postgres.connect()
 
   /**

@@ -16,7 +16,7 @@ const TABLES = ['students', 'graduates']
  */
 for (const poolMax of (process.env.KILL_POOLS ?? '2,10').split(',').map(Number)) {
   test(`PostgreSQL SIGKILLed ${KILLS} times under ${CONCURRENCY} concurrent table moves, PG_POOL_MAX=${poolMax}: no exit, every call answered`, async (t) => {
-    const rig = await startRig(t, { PG_POOL_MAX: String(poolMax), LOG_LEVEL: 'warn' })
+    const rig = await startRig(t, { PG_POOL_MAX: String(poolMax) })
     const { postgres, env } = rig
     let server: ServerProcess = rig.server
     let exits = 0

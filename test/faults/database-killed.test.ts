@@ -41,7 +41,7 @@ function apply (writer: Writer, step: Step): void {
 }
 
 test('PostgreSQL SIGKILLed and restarted amid 500 syncs and finalizes: no hang, no crash, /readyz stays 200 and reports the database, replay converges', async (t) => {
-  const { postgres, schema, server } = await startRig(t, { LOG_LEVEL: 'warn' })
+  const { postgres, schema, server } = await startRig(t)
   await waitForReadiness(server, 200, 10_000)
 
   const writers = Array.from({ length: WRITERS }, (_, i) => new Writer(`writer-${String(i).padStart(3, '0')}`, {

@@ -15,7 +15,7 @@ const MAX_CALLS_PER_WRITER = 50
 const TABLES = ['students', 'graduates']
 
 test('the hook server SIGKILLed mid-load and restarted: no partial row, and replaying converges', async (t) => {
-  const { postgres, schema, env, server: first } = await startRig(t, { LOG_LEVEL: 'warn' })
+  const { postgres, schema, env, server: first } = await startRig(t)
 
   const writers = Array.from({ length: WRITERS }, (_, i) => new Writer(`writer-${i}`, {
     table: TABLES[i % TABLES.length] as string, name: `person ${i}`, age: 20 + i, country: 'portugal'

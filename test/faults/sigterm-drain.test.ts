@@ -34,8 +34,7 @@ test('SIGTERM under load: readiness 503 first, new connections refused only afte
     PG_STATEMENT_TIMEOUT: '20',
     PG_HOOK_DEADLINE: '9.5',
     PG_POOL_MAX: String(IN_FLIGHT + 5),
-    HOOKS_SHUTDOWN_DELAY: String(SHUTDOWN_DELAY_SECONDS),
-    LOG_LEVEL: 'warn'
+    HOOKS_SHUTDOWN_DELAY: String(SHUTDOWN_DELAY_SECONDS)
   })
   const admin = await postgres.connect()
   // Outside admin's lock-holding transaction, which would see pg_stat_activity as of its first read.

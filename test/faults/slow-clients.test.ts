@@ -96,7 +96,7 @@ function summary (normal: NormalCall[]): string {
 }
 
 async function checkUnderSlowClients (t: TestContext, kinds: Array<Omit<SlowBodyOptions, 'port' | 'path'>>): Promise<void> {
-  const server = await startHookServer(t, { DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema(), LOG_LEVEL: 'warn' }, { nodeArgs })
+  const server = await startHookServer(t, { DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema() }, { nodeArgs })
   // Every path answers once before: what is measured is the wait, not a first call's compilation.
   for (const [path, body] of NORMAL_CALLS) assert.equal((await normalCall(server, path, body)).status, 200, path)
   server.resetPeakRss()

@@ -45,7 +45,7 @@ for (const [configuration, allowlists] of [
     const replicas: Replica[] = await Promise.all(allowlists.map(async (allowlist, i) => ({
       name: `replica ${i}`,
       tables: allowlist?.split(',') ?? TABLES,
-      server: await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema, LOG_LEVEL: 'warn', ...(allowlist === undefined ? {} : { PG_TABLE_ALLOWLIST: allowlist }) })
+      server: await startHookServer(t, { DATABASE_URL: postgres.connectionString, PG_SCHEMA: schema, ...(allowlist === undefined ? {} : { PG_TABLE_ALLOWLIST: allowlist }) })
     })))
     const admin = await postgres.connect()
     const answers: Answer[] = []
