@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
 import { test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { bookStore } from '../../hooks/bookstore/index.js'
@@ -107,6 +109,24 @@ test('a child being deleted is left out of the answer: Metacontroller neither de
   const { statusCode, json } = await post(t, '/podset/sync', request)
   invalidSpecReady(statusCode, json)
   assert.deepEqual(json.children.map((child: Json) => child.metadata.name), ['sleepers-pod-1', 'sleepers-pod-2'])
+})
+
+test('children whose labels have integer-like keys ("9", "10"), as Metacontroller writes them, are kept by the InvalidSpec answer', async (t) => {
+  // A real PulsarConsumer sync of the corpus, its parent labelled "9" and "10" (which the hook copies to the
+  // Deployment), and its spec broken since.
+  const { request } = JSON.parse(readFileSync(join(import.meta.dirname, '..', 'fixtures', 'conformance', 'metacontroller-v4.17.2', 'pulsar-consumer', '003-sync-pulsarconsumer-sample-1.json'), 'utf8'))
+  const integerLike = { 9: 'nine', 10: 'ten' }
+  Object.assign(request.parent.metadata.labels, integerLike)
+  const deployment = observed(request, 'Deployment')
+  for (const labels of [deployment.metadata.labels, deployment.spec.template.metadata.labels]) Object.assign(labels, integerLike)
+  const text: string = deployment.metadata.annotations[LAST_APPLIED_ANNOTATION]
+  // Go's encoding/json writes map keys in byte order: "10" before "9", both before "app".
+  deployment.metadata.annotations[LAST_APPLIED_ANNOTATION] = text.replaceAll('"labels":{"app":', '"labels":{"10":"ten","9":"nine","app":')
+  delete request.parent.spec.topic
+  const { statusCode, json } = await post(t, '/pulsar-consumer/sync', request)
+  const ready = invalidSpecReady(statusCode, json)
+  assert.match(ready.message, /spec\.topic: /)
+  assert.deepEqual(json.children, lastAppliedChildren(request))
 })
 
 test('a CompositeController that does not generate its selector: 422, as the labels Metacontroller requires are not known', async (t) => {

@@ -26,21 +26,24 @@ function goKeyOrder (a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b))
 }
 
-function sortedKeys (value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(sortedKeys)
-  if (!isObject(value)) return value
-  return Object.fromEntries(Object.keys(value).sort(goKeyOrder).map((key) => [key, sortedKeys(value[key])]))
-}
-
 const GO_ESCAPED = /[<>&\u2028\u2029]/g
 
 /**
  * The text Go's encoding/json writes for a decoded JSON value, as Metacontroller writes the annotation: keys sorted,
  * and `<`, `>`, `&`, U+2028 and U+2029 escaped, where JSON.stringify writes them as they are (both write the other
- * control characters alike, Go since 1.22).
+ * control characters alike, Go since 1.22). Objects are written here rather than rebuilt in order for JSON.stringify:
+ * a JavaScript object lists integer-like keys ("9", "10") first, in numeric order, whatever order they were set in.
  */
 export function goJson (value: unknown): string {
-  return JSON.stringify(sortedKeys(value)).replace(GO_ESCAPED, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`)
+  return sortedJson(value).replace(GO_ESCAPED, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`)
+}
+
+/** JSON.stringify's text with every object's keys in Go's order; as there, an undefined field is left out, and null in a list. */
+function sortedJson (value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map((item) => item === undefined ? 'null' : sortedJson(item)).join(',')}]`
+  if (!isObject(value)) return JSON.stringify(value)
+  const keys = Object.keys(value).filter((key) => value[key] !== undefined).sort(goKeyOrder)
+  return `{${keys.map((key) => `${JSON.stringify(key)}:${sortedJson(value[key])}`).join(',')}}`
 }
 
 /** Go's `%v` of a float64 (every JSON number decodes to one): `%g` with the shortest digits, in exponent form from 1e+06 up and below 1e-04. */
