@@ -1,6 +1,7 @@
 import type { CustomResource } from './custom-resource.js'
 import type { PostgresIo } from '../database/pool.js'
-import { InvalidSpecError } from './errors.js'
+import { answerBudget, answerPassing, answerTooLarge } from './answer-budget.js'
+import { UnservableSpecError } from './errors.js'
 import { compositeInvalidSpecAnswer, decoratorInvalidSpecAnswer } from './invalid-spec.js'
 import { readParent, type ParentOf } from './parent.js'
 import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse, KubernetesObject } from './wire/schemas.js'
@@ -95,22 +96,27 @@ export function definedHooks<H> (hooks: { sync: H, finalize?: H }): Array<[HookN
 }
 
 /**
- * A controller's hooks as the server runs them: a hook that finds its parent's spec unusable (InvalidSpecError)
- * answers so on the resource, keeping every child as it is (invalid-spec.ts).
+ * A controller's hooks as the server runs them: a hook that finds its parent's spec unusable (InvalidSpecError), or
+ * whose answer would be larger than the answer budget of HOOKS_BODY_LIMIT `bodyLimit` (answer-budget.ts), answers
+ * so on the resource, keeping every child as it is (invalid-spec.ts). The answer is measured before it is serialised.
  */
-export function servedHooks (controller: CompositeController<any, any, any>): Hooks<CompositeRequest, CompositeResponse, HookContext<any, any>>
-export function servedHooks (controller: DecoratorController<any, any, any>): Hooks<DecoratorRequest, DecoratorResponse, HookContext<any, any>>
-export function servedHooks (controller: Controller): Hooks<any, CompositeResponse | DecoratorResponse, HookContext<any, any>> {
+export function servedHooks (controller: CompositeController<any, any, any>, bodyLimit: number): Hooks<CompositeRequest, CompositeResponse, HookContext<any, any>>
+export function servedHooks (controller: DecoratorController<any, any, any>, bodyLimit: number): Hooks<DecoratorRequest, DecoratorResponse, HookContext<any, any>>
+export function servedHooks (controller: Controller, bodyLimit: number): Hooks<any, CompositeResponse | DecoratorResponse, HookContext<any, any>> {
   type AnyHook = Hook<any, CompositeResponse | DecoratorResponse, HookContext<any, any>>
   const answer = controller.type === 'composite' ? compositeInvalidSpecAnswer : decoratorInvalidSpecAnswer
+  const budget = answerBudget(bodyLimit)
   const served = (hook: HookName, run: AnyHook): AnyHook =>
     async (request, context) => {
+      let response: CompositeResponse | DecoratorResponse
       try {
-        return await run(request, context)
+        response = await run(request, context)
       } catch (error) {
-        if (error instanceof InvalidSpecError) return answer(hook === 'finalize', request, context, error)
+        if (error instanceof UnservableSpecError) return answer(hook === 'finalize', request, context, error)
         throw error
       }
+      const passed = answerPassing(response, budget)
+      return passed === undefined ? response : answer(hook === 'finalize', request, context, answerTooLarge(controller.resource.kind, budget, passed))
     }
   const { sync, finalize } = controller.hooks
   return { sync: served('sync', sync), ...(finalize === undefined ? {} : { finalize: served('finalize', finalize) }) }

@@ -7,13 +7,21 @@ export class HookError extends Error {
 }
 
 /**
- * A parent whose spec the hook cannot interpret. The server answers it on the resource, Ready=False with reason
- * InvalidSpec and this message, where it can keep every child as it is (invalid-spec.ts); otherwise it is a 422,
- * shown by Metacontroller in a SyncError event.
+ * A parent whose spec the hook cannot serve. The server answers it on the resource, Ready=False with `reason` and
+ * this message, where it can keep every child as it is (invalid-spec.ts); otherwise it is a 422, shown by
+ * Metacontroller in a SyncError event.
  */
-export class InvalidSpecError extends HookError {
+export class UnservableSpecError extends HookError {
+  constructor (readonly reason: 'InvalidSpec' | 'AnswerTooLarge', message: string) {
+    super(422, message)
+    this.name = 'UnservableSpecError'
+  }
+}
+
+/** A parent whose spec the hook cannot interpret: reason InvalidSpec, the message naming each bad field. */
+export class InvalidSpecError extends UnservableSpecError {
   constructor (readonly kind: string, readonly problems: string[]) {
-    super(422, `${kind} spec cannot be used: ${problems.join('; ')}. Fix the custom resource; until then the hook changes nothing it manages.`)
+    super('InvalidSpec', `${kind} spec cannot be used: ${problems.join('; ')}. Fix the custom resource; until then the hook changes nothing it manages.`)
     this.name = 'InvalidSpecError'
   }
 }

@@ -1,15 +1,15 @@
-import { HookError, type InvalidSpecError } from './errors.js'
+import { HookError, type UnservableSpecError } from './errors.js'
 import { parentStatus, type ParentOf } from './parent.js'
 import { unchangingAnswer, type Stamp } from './wire/last-applied.js'
 import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse, KubernetesObject, ObjectMap } from './wire/schemas.js'
 
 /**
- * The answer for a parent whose spec the hook cannot interpret: Ready=False, reason InvalidSpec, the message naming
- * each bad field, and every observed child kept exactly as it is. Metacontroller deletes each observed child that a
- * 200 answer leaves out and updates or recreates each one whose answer differs, so each child is answered as its
- * last-applied configuration, in which Metacontroller's merge finds nothing to change (wire/last-applied.ts). Where a
- * child cannot be answered so, the answer is the 422 instead, which changes nothing either: Metacontroller shows it
- * in a SyncError event and retries with backoff.
+ * The answer for a parent whose spec the hook cannot serve: Ready=False, reason InvalidSpec (the message naming each
+ * bad field) or AnswerTooLarge (answer-budget.ts), and every observed child kept exactly as it is. Metacontroller
+ * deletes each observed child that a 200 answer leaves out and updates or recreates each one whose answer differs, so
+ * each child is answered as its last-applied configuration, in which Metacontroller's merge finds nothing to change
+ * (wire/last-applied.ts). Where a child cannot be answered so, the answer is the 422 instead, which changes nothing
+ * either: Metacontroller shows it in a SyncError event and retries with backoff.
  */
 
 /** The most children a 422 names; the rest are counted. */
@@ -44,7 +44,7 @@ function decoratorStamp (request: DecoratorRequest, { parent }: Context): Stamp 
 }
 
 /** Every observed child that needs an answer, answered as it is; a 422 when one of them cannot be. */
-function keptChildren (observed: ObjectMap, stamp: Stamp | string, error: InvalidSpecError): KubernetesObject[] {
+function keptChildren (observed: ObjectMap, stamp: Stamp | string, error: UnservableSpecError): KubernetesObject[] {
   const kept: KubernetesObject[] = []
   const reasons: string[] = []
   for (const group of Object.values(observed)) {
@@ -63,17 +63,17 @@ function keptChildren (observed: ObjectMap, stamp: Stamp | string, error: Invali
   return kept
 }
 
-/** The parent's status: its own fields as observed (what its children still are), and Ready=False with reason InvalidSpec. */
-function invalidSpecStatus ({ parent, now }: Context, error: InvalidSpecError): Record<string, unknown> {
-  return parentStatus(parent, now, parent.status, { ready: false, reason: 'InvalidSpec', message: error.message })
+/** The parent's status: its own fields as observed (what its children still are), and Ready=False with the error's reason. */
+function invalidSpecStatus ({ parent, now }: Context, error: UnservableSpecError): Record<string, unknown> {
+  return parentStatus(parent, now, parent.status, { ready: false, reason: error.reason, message: error.message })
 }
 
-export function compositeInvalidSpecAnswer (finalizing: boolean, request: CompositeRequest, context: Context, error: InvalidSpecError): CompositeResponse {
+export function compositeInvalidSpecAnswer (finalizing: boolean, request: CompositeRequest, context: Context, error: UnservableSpecError): CompositeResponse {
   const children = keptChildren(request.children, compositeStamp(request, context), error)
   return { status: invalidSpecStatus(context, error), children, ...(finalizing ? { finalized: false } : {}) }
 }
 
-export function decoratorInvalidSpecAnswer (finalizing: boolean, request: DecoratorRequest, context: Context, error: InvalidSpecError): DecoratorResponse {
+export function decoratorInvalidSpecAnswer (finalizing: boolean, request: DecoratorRequest, context: Context, error: UnservableSpecError): DecoratorResponse {
   const attachments = keptChildren(request.attachments, decoratorStamp(request, context), error)
   return { status: invalidSpecStatus(context, error), attachments, ...(finalizing ? { finalized: false } : {}) }
 }

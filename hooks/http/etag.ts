@@ -75,7 +75,8 @@ export class RequestDigest {
 
 /**
  * New digests of one hook's requests. `bodyLimit` (HOOKS_BODY_LIMIT) is the one setting that changes the answer to the
- * same bytes once they have arrived: it bounds the JSON values a body may have, checked when the body is parsed.
+ * same bytes once they have arrived: it bounds the JSON values a body may have, checked when the body is parsed, and
+ * the size of the answer (framework/answer-budget.ts).
  */
 export function requestDigest (controller: Controller, hook: HookName, bodyLimit: number): () => RequestDigest {
   const identity = createHash('sha256').update(`${buildIdentity()}\n${controller.name}\n${hook}\nHOOKS_BODY_LIMIT=${bodyLimit}\n`).digest('base64url').slice(0, 16)

@@ -74,12 +74,12 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
       onResponse: telemetry.logCall
     })
     if (controller.type === 'composite') {
-      for (const [hook, run] of definedHooks(servedHooks(controller))) {
+      for (const [hook, run] of definedHooks(servedHooks(controller, options.bodyLimit))) {
         fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: CompositeRequestSchemas[hook] } }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.parent, async (context) => await run(request.body, context)))
       }
     } else {
-      for (const [hook, run] of definedHooks(servedHooks(controller))) {
+      for (const [hook, run] of definedHooks(servedHooks(controller, options.bodyLimit))) {
         fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: DecoratorRequestSchemas[hook] } }, async (request, reply) =>
           await call(request, reply, controller, io, request.body.object, async (context) => await run(request.body, context)))
       }
