@@ -25,7 +25,8 @@ export function structural (schema: TSchema | JsonSchema): JsonSchema {
   }
   const result: JsonSchema = {}
   for (const [key, value] of Object.entries(source)) {
-    if (key === '$id' || key === 'const') continue
+    // errorMessage is the hook's own wording of a refusal (framework/spec.ts), which a CRD cannot carry.
+    if (key === '$id' || key === 'const' || key === 'errorMessage') continue
     if (key === 'required') {
       // A field with a default is always present once the API server has applied it, so the schemas declare it
       // required (their static types are the spec the hooks see); the user need not write it.
@@ -38,6 +39,11 @@ export function structural (schema: TSchema | JsonSchema): JsonSchema {
       result.additionalProperties = structural(Object.values(value as Record<string, JsonSchema>)[0] ?? {})
     } else if (key === 'items' || key === 'additionalProperties') {
       result[key] = typeof value === 'object' ? structural(value as JsonSchema) : value
+    } else if (key === 'anyOf' && source['x-kubernetes-int-or-string'] === true) {
+      // The API server takes an int-or-string only as `anyOf: [{type: integer}, {type: string}]`, exactly: a bound of
+      // one branch (the string's maxLength) is set beside it, where it applies to values of that type alone.
+      result.anyOf = (value as JsonSchema[]).map(({ type }) => ({ type }))
+      for (const { type: _type, ...bounds } of value as JsonSchema[]) Object.assign(result, bounds)
     } else if (key === 'anyOf') {
       result.anyOf = (value as JsonSchema[]).map(structural)
     } else {

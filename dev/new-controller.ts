@@ -22,8 +22,10 @@ function scaffold (name: string, kind: string, camel: string, group: string, ver
   const resourceTs = `import { Type, type Static } from '@sinclair/typebox'
 import { customResource } from '../framework/index.js'
 
+// Every string has a maxLength and every list a maxItems, chosen from what the field holds: from them
+// test/answer-bounds.test.ts computes the largest answer a ${kind} can ask for, which must stay within the answer budget.
 export const ${kind}SpecSchema = Type.Object({
-  message: Type.String({ minLength: 1, default: 'hello', description: 'What the ConfigMap holds.' })
+  message: Type.String({ minLength: 1, maxLength: 1024, default: 'hello', description: 'What the ConfigMap holds.' })
 })
 export type ${kind}Spec = Static<typeof ${kind}SpecSchema>
 

@@ -1,5 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
-import { applyRules, celString, customResource, VISIBLE_ASCII, type ApplyRule } from '../framework/index.js'
+import { applyRules, celString, customResource, IMAGE_REPOSITORY_MAX_LENGTH, IMAGE_TAG_MAX_LENGTH, VISIBLE_ASCII, type ApplyRule } from '../framework/index.js'
 import { MAX_BYTES, QUANTITY_SYNTAX } from './quantity.js'
 
 /** Every BookStore's StatefulSet is `<name>-mongodb`: its Pods' controller-revision-hash label must stay within 63 characters. */
@@ -8,10 +8,13 @@ const MAX_NAME_LENGTH = 44
 /** Each database replica adds a claim to every answer; a MongoDB replica set has at most 50 members. */
 export const MAX_DB_REPLICAS = 50
 
-const ImageRepositorySchema = (options: { description: string, default?: string }) => Type.String({ minLength: 1, pattern: `^${VISIBLE_ASCII}+$`, ...options })
+const MAX_DB_SIZE_LENGTH = 64
+
+const ImageRepositorySchema = (options: { description: string, default?: string }) => Type.String({ minLength: 1, maxLength: IMAGE_REPOSITORY_MAX_LENGTH, pattern: `^${VISIBLE_ASCII}+$`, ...options })
 
 const ImageTagSchema = Type.String({
-  pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$',
+  pattern: `^[A-Za-z0-9_][A-Za-z0-9_.-]{0,${IMAGE_TAG_MAX_LENGTH - 1}}$`,
+  maxLength: IMAGE_TAG_MAX_LENGTH,
   default: 'latest',
   description: 'Image tag.'
 })
@@ -64,7 +67,9 @@ export const BookDBSchema = Type.Object({
   imagePullPolicy: Type.Optional(ImagePullPolicySchema),
   replicas: Type.Integer({ minimum: 0, maximum: MAX_DB_REPLICAS, default: 1, description: 'Replicas of the database StatefulSet; each has its own claim.' }),
   port: PortSchema('Port MongoDB listens on (passed to mongod as --port).', 27017),
-  dbSize: Type.Union([Type.Integer(), Type.String()], {
+  // The longest quantity below 8Ei, 19 digits with a fraction and a suffix, fits in MAX_DB_SIZE_LENGTH with room.
+  dbSize: Type.Union([Type.Integer(), Type.String({ maxLength: MAX_DB_SIZE_LENGTH })], {
+    errorMessage: `Expected a number of bytes, or a quantity of at most ${MAX_DB_SIZE_LENGTH} characters such as 1Gi`,
     'x-kubernetes-int-or-string': true,
     ...applyRules(...Object.values(DB_SIZE_RULES)),
     default: '1Gi',

@@ -47,6 +47,16 @@ export function celString (text: string): string {
  */
 export const VISIBLE_ASCII = '[!-~]'
 
+/**
+ * Bounds of an image reference, for the spec fields that hold one: a repository of at most 255 characters, its
+ * registry included (the limit registries and their clients keep), a tag of at most 128 (the distribution spec's),
+ * and a digest (`sha256:` and 64 hex digits): `<repository>:<tag>@<digest>`. Every string and list of a spec has a
+ * bound, so that no spec the CRD admits asks for an answer larger than the hook sends (framework/answer-budget.ts).
+ */
+export const IMAGE_REPOSITORY_MAX_LENGTH = 255
+export const IMAGE_TAG_MAX_LENGTH = 128
+export const IMAGE_REFERENCE_MAX_LENGTH = IMAGE_REPOSITORY_MAX_LENGTH + 1 + IMAGE_TAG_MAX_LENGTH + 1 + 'sha256:'.length + 64
+
 export interface CustomResourceDefinition<Spec extends TObject, StatusFields extends TProperties> {
   group: string
   version: string

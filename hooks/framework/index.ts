@@ -5,7 +5,7 @@
  */
 
 export type { ChildResource, CompositeController, DecoratorController, Drift, HookContext } from './controller.js'
-export { applyRules, celString, customResource, VISIBLE_ASCII, type ApplyRule } from './custom-resource.js'
+export { applyRules, celString, customResource, IMAGE_REFERENCE_MAX_LENGTH, IMAGE_REPOSITORY_MAX_LENGTH, IMAGE_TAG_MAX_LENGTH, VISIBLE_ASCII, type ApplyRule } from './custom-resource.js'
 export { HookError, unprocessableSpec } from './errors.js'
 export { parentStatus, type ParentMetadata, type ParentOf, type Readiness } from './parent.js'
 export { kubernetesTime, type ConditionInput } from './wire/conditions.js'

@@ -12,10 +12,11 @@ export const DELETION_POLICIES = ['Delete', 'Orphan'] as const
 export type DeletionPolicy = typeof DELETION_POLICIES[number]
 
 export const PostgresWriterSpecSchema = Type.Object({
-  table: Type.String({ pattern: TABLE_NAME_PATTERN, description: 'Table the row is written to: a lowercase SQL identifier, created if missing.' }),
-  name: Type.String({ ...TEXT_COLUMN, description: 'Value of the row\'s name column.' }),
+  table: Type.String({ pattern: TABLE_NAME_PATTERN, maxLength: 63, description: 'Table the row is written to: a lowercase SQL identifier, created if missing.' }),
+  // A person's name, and a country's: the longest official name of a country has 56 characters.
+  name: Type.String({ ...TEXT_COLUMN, maxLength: 256, description: 'Value of the row\'s name column: at most 256 characters.' }),
   age: Type.Integer({ minimum: 0, maximum: 2147483647, description: 'Value of the row\'s age column (a PostgreSQL integer).' }),
-  country: Type.String({ ...TEXT_COLUMN, description: 'Value of the row\'s country column.' }),
+  country: Type.String({ ...TEXT_COLUMN, maxLength: 128, description: 'Value of the row\'s country column: at most 128 characters.' }),
   deletionPolicy: Type.Union(DELETION_POLICIES.map((policy) => Type.Literal(policy)), {
     default: DELETION_POLICIES[0],
     description: 'What happens to the row when this object goes: Delete (the default) deletes it; Orphan keeps it, and a new PostgresWriter of the same name and namespace takes it over.'

@@ -315,7 +315,7 @@ test('a spec the hook cannot interpret gets Ready=False InvalidSpec naming the f
     ['dbSize: 9Ei', (spec) => { spec.bookDB.dbSize = '9Ei' }, /"9Ei" must be less than 8Ei \(9223372036854775807 bytes\)/],
     ['dbSize: 8Ei', (spec) => { spec.bookDB.dbSize = '8Ei' }, /"8Ei" must be less than 8Ei/],
     ['dbSize: 1e0009', (spec) => { spec.bookDB.dbSize = '1e0009' }, /"1e0009" must be a size such as 1Gi/],
-    ['dbSize: true', (spec) => { spec.bookDB.dbSize = true }, /spec\.bookDB\.dbSize: Expected integer or string/],
+    ['dbSize: true', (spec) => { spec.bookDB.dbSize = true }, /spec\.bookDB\.dbSize: Expected a number of bytes, or a quantity of at most 64 characters such as 1Gi/],
     ['replicas: -1', (spec) => { spec.bookDB.replicas = -1 }, /spec\.bookDB\.replicas: Expected integer to be greater or equal to 0/],
     ['replicas: 51', (spec) => { spec.bookDB.replicas = 51 }, /spec\.bookDB\.replicas: Expected integer to be less or equal to 50/],
     ['serviceType: Bogus', (spec) => { spec.bookApp.serviceType = 'Bogus' }, /spec\.bookApp\.serviceType: Expected one of "ClusterIP", "NodePort", "LoadBalancer"/],

@@ -77,8 +77,12 @@ test('the CRDs carry the rules that make the API server refuse at kubectl apply 
   assert.equal(at('postgres-writer', 'spec.table').pattern, '^[a-z_][a-z0-9_]{0,62}$')
   assert.deepEqual([at('postgres-writer', 'spec.age').minimum, at('postgres-writer', 'spec.age').maximum], [0, 2147483647])
   assert.equal(at('pulsar-consumer', 'spec.serverAddress').pattern, '^pulsar(\\+ssl)?://[!-~]+$')
-  assert.deepEqual([at('podset', 'spec.replicas').minimum, at('podset', 'spec.replicas').maximum], [0, 10000])
-  assert.equal(at('podset', 'spec.command').minItems, 1)
+  assert.deepEqual([at('podset', 'spec.replicas').minimum, at('podset', 'spec.replicas').maximum], [0, 2000])
+  assert.deepEqual([at('podset', 'spec.command').minItems, at('podset', 'spec.command').maxItems, at('podset', 'spec.command[]').maxLength], [1, 8, 128])
+  assert.equal(at('podset', 'spec.image').maxLength, 456)
+  // An int-or-string as the API server takes it, exactly two bare types, with the string's bound beside them.
+  const dbSize = at('bookstore', 'spec.bookDB.dbSize')
+  assert.deepEqual([dbSize.anyOf, dbSize.maxLength, dbSize.errorMessage], [[{ type: 'integer' }, { type: 'string' }], 64, undefined])
 })
 
 test('every CEL rule has a message a person understands, and every pattern means the same to the hook (ECMAScript) and the API server (RE2)', () => {

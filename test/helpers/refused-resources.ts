@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'yaml'
+import { controllers } from '../../hooks/controllers.js'
+import { worstResource } from '../../dev/worst-spec.js'
 
 /**
  * Custom resources that the hooks cannot act on, each as a person would apply it: the API server must refuse every
@@ -73,6 +75,10 @@ export const refusedResources: RefusedResource[] = [
     /spec\.bookDB\.replicas: Invalid value: 51: spec\.bookDB\.replicas in body should be less than or equal to 50/, /spec\.bookDB\.replicas: Expected integer to be less or equal to 50/),
   bookStore('serviceType Bogus', (r) => { r.spec.bookApp.serviceType = 'Bogus' },
     /spec\.bookApp\.serviceType: Unsupported value: "Bogus"/, /spec\.bookApp\.serviceType: Expected one of "ClusterIP", "NodePort", "LoadBalancer"/),
+  bookStore('a repository of 256 characters', (r) => { r.spec.bookApp.repository = `registry.example.com/${'r'.repeat(235)}` },
+    /spec\.bookApp\.repository: Too long: may not be (longer|more) than 255/, /spec\.bookApp\.repository: Expected string length less or equal to 255/),
+  bookStore('dbSize of 65 characters', (r) => { r.spec.bookDB.dbSize = `${'0'.repeat(62)}1Gi` },
+    /spec\.bookDB\.dbSize: Too long: may not be (longer|more) than 64/, /spec\.bookDB\.dbSize: Expected a number of bytes, or a quantity of at most 64 characters such as 1Gi/),
   bookStore('a repository with a no-break space', (r) => { r.spec.bookApp.repository = 'akash125/py\u00a0app' },
     /spec\.bookApp\.repository in body should match '\^\[!-~\]\+\$'/, /spec\.bookApp\.repository: Expected string to match/),
   nameRefused('bookstore', 'a name of 45 characters', (r) => { r.metadata.name = `b${'o'.repeat(44)}` },
@@ -80,8 +86,14 @@ export const refusedResources: RefusedResource[] = [
   nameRefused('bookstore', 'a name that is not a DNS label', (r) => { r.metadata.name = 'book.store' },
     /The BookStore "book\.store" is invalid: .*a BookStore name must start with a letter, hold only lowercase letters, digits and '-'/, /BookStore name "book\.store" cannot be used: it must start with a letter/),
 
-  podSet('replicas 10001', (r) => { r.spec = { replicas: 10001 } },
-    /spec\.replicas: Invalid value: 10001: spec\.replicas in body should be less than or equal to 10000/, /spec\.replicas: Expected integer to be less or equal to 10000/),
+  podSet('replicas 2001', (r) => { r.spec = { replicas: 2001 } },
+    /spec\.replicas: Invalid value: 2001: spec\.replicas in body should be less than or equal to 2000/, /spec\.replicas: Expected integer to be less or equal to 2000/),
+  podSet('a command of 9 arguments', (r) => { r.spec = { command: Array.from({ length: 9 }, () => 'x') } },
+    /spec\.command: Too many: 9: must have at most 8 items/, /spec\.command: Expected array length to be less or equal to 8/),
+  podSet('a command argument of 129 characters', (r) => { r.spec = { command: ['sh', '-c', 'x'.repeat(129)] } },
+    /spec\.command\[2\]: Too long: may not be (longer|more) than 128/, /spec\.command\.2: Expected string length less or equal to 128/),
+  podSet('an image reference of 457 characters', (r) => { r.spec = { image: `registry.example.com/${'i'.repeat(436)}` } },
+    /spec\.image: Too long: may not be (longer|more) than 456/, /spec\.image: Expected string length less or equal to 456/),
   podSet('replicas -1', (r) => { r.spec = { replicas: -1 } },
     /spec\.replicas: Invalid value: -1: spec\.replicas in body should be greater than or equal to 0/, /spec\.replicas: Expected integer to be greater or equal to 0/),
   podSet('an empty command', (r) => { r.spec = { command: [] } },
@@ -97,6 +109,8 @@ export const refusedResources: RefusedResource[] = [
     /spec\.serverAddress in body should match/, /spec\.serverAddress: Expected string to match/),
   pulsarConsumer('replicas -1', (r) => { r.spec.replicas = -1 },
     /spec\.replicas: Invalid value: -1: spec\.replicas in body should be greater than or equal to 0/, /spec\.replicas: Expected integer to be greater or equal to 0/),
+  pulsarConsumer('a topic of 513 characters', (r) => { r.spec.topic = `persistent://public/default/${'t'.repeat(485)}` },
+    /spec\.topic: Too long: may not be (longer|more) than 512/, /spec\.topic: Expected string length less or equal to 512/),
   pulsarConsumer('an empty topic', (r) => { r.spec.topic = '' },
     /spec\.topic: Invalid value: "": spec\.topic in body should be at least 1 chars long/, /spec\.topic: Expected string length greater or equal to 1/),
 
@@ -108,6 +122,8 @@ export const refusedResources: RefusedResource[] = [
     /spec\.age: Invalid value: 2147483648: spec\.age in body should be less than or equal to 2147483647/, { refusal: 'InvalidSpec', message: /spec\.age: Expected integer to be less or equal to 2147483647/ }),
   postgresWriter('no country', (r) => { delete r.spec.country },
     /spec\.country: Required value/, { refusal: 'InvalidSpec', message: /spec\.country: Expected required property/ }),
+  postgresWriter('a name of 257 characters', (r) => { r.spec.name = 'n'.repeat(257) },
+    /spec\.name: Too long: may not be (longer|more) than 256/, { refusal: 'InvalidSpec', message: /spec\.name: Expected string length less or equal to 256/ }),
   postgresWriter('a NUL character in the name', (r) => { r.spec.name = 'al\u0000ex' },
     /spec\.name: Invalid value: .*must not contain a NUL character/, { refusal: 'InvalidSpec', message: /spec\.name: contains a NUL character/ })
 ]
@@ -117,7 +133,9 @@ export const edgeResources: Array<{ controller: string, what: string, resource: 
   ...['1.5Gi', '1500m', '+3Gi', '1e9', '7Ei', '9223372036854775806', 9007199254740991].map((dbSize) =>
     ({ controller: 'bookstore', what: `dbSize ${dbSize}`, resource: sample('bookstore', (r) => { r.spec.bookDB.dbSize = dbSize }) })),
   { controller: 'bookstore', what: 'a name of 44 characters', resource: sample('bookstore', (r) => { r.metadata.name = `b${'o'.repeat(43)}` }) },
-  { controller: 'podset', what: 'replicas 10000 and a name of 63 characters', resource: sample('podset', (r) => { r.metadata.name = `p${'o'.repeat(62)}`; r.spec = { replicas: 10000 } }) },
+  { controller: 'podset', what: 'replicas 2000 and a name of 63 characters', resource: sample('podset', (r) => { r.metadata.name = `p${'o'.repeat(62)}`; r.spec = { replicas: 2000 } }) },
   { controller: 'pulsar-consumer', what: 'a name of 253 characters (its children\'s names are shortened with a hash)', resource: sample('pulsar-consumer', (r) => { r.metadata.name = `p${'u'.repeat(252)}` }) },
-  { controller: 'postgres-writer', what: 'age 2147483647 and a name of any characters but NUL', resource: sample('postgres-writer', (r) => { r.spec.age = 2147483647; r.spec.name = 'Zoë 🐘 \u00a0"\'\\' }) }
+  { controller: 'postgres-writer', what: 'age 2147483647 and a name of any characters but NUL', resource: sample('postgres-writer', (r) => { r.spec.age = 2147483647; r.spec.name = 'Zoë 🐘 \u00a0"\'\\' }) },
+  // What test/answer-bounds.test.ts answers within the answer budget: the worst spec each CRD admits, at every bound.
+  ...controllers.map((controller) => ({ controller: controller.name, what: 'the worst spec its CRD admits, under its longest name', resource: worstResource(controller.resource) }))
 ]

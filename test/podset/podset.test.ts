@@ -189,11 +189,15 @@ test('a spec the hook cannot interpret gets Ready=False InvalidSpec naming the f
     [{ replicas: -1 }, /spec\.replicas: Expected integer to be greater or equal to 0/],
     [{ replicas: 'three' }, /spec\.replicas: Expected integer/],
     [{ replicas: 1.5 }, /spec\.replicas: Expected integer/],
-    [{ replicas: 10001 }, /spec\.replicas: Expected integer to be less or equal to 10000/],
+    [{ replicas: 2001 }, /spec\.replicas: Expected integer to be less or equal to 2000/],
     [{ command: 'sleep 3600' }, /spec\.command: Expected array/],
     [{ command: ['sleep', 3600] }, /spec\.command\.1: Expected string/],
     [{ command: [] }, /spec\.command: Expected array length to be greater or equal to 1/],
-    [{ image: 'busy box' }, /spec\.image: Expected string to match/]
+    [{ image: 'busy box' }, /spec\.image: Expected string to match/],
+    // Stored before the CRD bounded them: a pod of each asked for 20 KB.
+    [{ command: ['sh', '-c', 'x'.repeat(20_000)] }, /spec\.command\.2: Expected string length less or equal to 128/],
+    [{ command: Array.from({ length: 9 }, () => 'x') }, /spec\.command: Expected array length to be less or equal to 8/],
+    [{ image: `registry.example.com/${'i'.repeat(500)}` }, /spec\.image: Expected string length less or equal to 456/]
   ]
   for (const [spec, message] of cases) {
     const request = fixture<CompositeRequest>('podset', 'steady-state')
