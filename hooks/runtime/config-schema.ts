@@ -1,3 +1,4 @@
+import { constants } from 'node:buffer'
 import { Kind, Type, type Static, type TBoolean, type TInteger, type TSchema, type TString } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { SQL_IDENTIFIER_PATTERN } from '../postgres-writer/sql-identifier.js'
@@ -63,6 +64,7 @@ export interface VariableOptions {
 }
 
 const UNITS: Record<string, number> = { '': 1, K: 1e3, Ki: 1024, M: 1e6, Mi: 1024 ** 2, G: 1e9, Gi: 1024 ** 3 }
+const { MAX_STRING_LENGTH } = constants
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 
 // A constructor per kind of value, so that each variable's options are checked as VariableOptions too.
@@ -101,11 +103,12 @@ export const ConfigurationSchema = Type.Object({
     section: 'server',
     syntax: 'size',
     minimum: 1024,
+    maximum: MAX_STRING_LENGTH,
     default: 16 * 1024 ** 2,
     shownDefault: '16Mi',
-    expected: 'a size of at least 1024 bytes, such as 16777216 or 16Mi',
+    expected: `a size from 1024 bytes to ${MAX_STRING_LENGTH} bytes (512Mi less ${512 * 1024 ** 2 - MAX_STRING_LENGTH} bytes, V8's longest string, which a body is parsed from), such as 16777216 or 16Mi`,
     summary: 'largest request body accepted: bytes, or with `K`, `Ki`, `M`, `Mi`, `G` or `Gi`',
-    details: 'Metacontroller sends every observed child in full, so a request grows with its parent: a 2,000-pod PodSet with managedFields is about 11 MB. A larger body is answered 413 with a message naming this variable, and Metacontroller retries it until it is raised. The limit also bounds what the worst body can cost in memory: a body may hold at most one JSON value per 16 bytes of the limit; the bodies held at once, arriving or not yet answered, take at most four times the limit, and bodies are parsed this many bytes at a time while others wait ([Architecture](architecture.md#slow-clients)). Raise it together with the Deployment\'s memory limit ([Operations](operations.md) sizes one from the other).'
+    details: 'Metacontroller sends every observed child in full, so a request grows with its parent: a 2,000-pod PodSet with managedFields is about 11 MB. A larger body is answered 413 with a message naming this variable, and Metacontroller retries it until it is raised. The limit also bounds what the worst body can cost in memory: a body may hold at most one JSON value per 16 bytes of the limit; the bodies held at once, arriving or not yet answered, take at most four times the limit, and bodies are parsed this many bytes at a time while others wait ([Architecture](architecture.md#slow-clients)). It bounds each answer too: a resource whose spec asks for a larger one gets `Ready=False` with reason `AnswerTooLarge` ([Troubleshooting](troubleshooting.md#answertoolarge-an-answer-larger-than-the-hooks-send)). Raise it together with the Deployment\'s memory limit ([Operations](operations.md#memory) sizes one from the other): the server does not start with a limit whose bodies and answers take more than its memory, 16 times the limit against V8\'s heap limit (`--max-old-space-size`) or the container\'s memory limit, whichever is smaller; the line it prints gives the largest limit it can hold.'
   }),
   HOOKS_BODY_TIMEOUT: Type.Number({
     section: 'server',

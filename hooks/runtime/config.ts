@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { getHeapStatistics } from 'node:v8'
 import { parseTokens, type BearerTokenSource } from '../http/bearer-token.js'
 import { ConfigError, readSettings, type Environment, type Settings } from './config-schema.js'
 import { connectionFromSettings, ConnectionSettingError, type Connection } from '../database/connection.js'
@@ -38,9 +39,11 @@ export interface Config {
   tls: TlsConfig | undefined
 }
 
-export function loadConfig (env: Environment = process.env): Config {
+export function loadConfig (env: Environment = process.env, memory: ServerMemory = serverMemory()): Config {
   const { settings, problems } = readSettings(env)
   problems.push(...constraintProblems(settings))
+  const bodyLimit = bodyLimitProblem(settings.HOOKS_BODY_LIMIT, memory)
+  if (bodyLimit !== undefined) problems.push(bodyLimit)
   const bearerTokens = bearerTokensOf(settings, problems)
   let connection: Connection | undefined
   try {
@@ -79,6 +82,38 @@ export function loadConfig (env: Environment = process.env): Config {
     bearerTokens,
     tls: certFile !== undefined && keyFile !== undefined ? { certFile, keyFile, clientCaFile: settings.HOOKS_TLS_CLIENT_CA } : undefined
   }
+}
+
+/** The most memory the server may use, and what sets it. */
+export interface ServerMemory {
+  bytes: number
+  what: string
+}
+
+/** V8's heap limit, or the container's memory limit (its cgroup's) when that is smaller. */
+export function serverMemory (): ServerMemory {
+  const heap = getHeapStatistics().heap_size_limit
+  const container = process.constrainedMemory()
+  return container > 0 && container < heap
+    ? { bytes: container, what: 'the container\'s memory limit' }
+    : { bytes: heap, what: 'V8\'s heap limit (--max-old-space-size)' }
+}
+
+/**
+ * What bodies and answers at HOOKS_BODY_LIMIT take at most, in limits: the bodies held at once are four limits'
+ * worth (http/body-admission.ts), each up to three times its size once parsed (the costliest body of 16 MiB within
+ * the bound on values left 48 MiB), and one answer of up to the limit is serialised at a time.
+ */
+const MEMORY_PER_BODY_LIMIT = 16
+
+const MiB = 1024 ** 2
+
+/** Why the server cannot hold bodies and answers at `limit` with `memory`, in one line that says what to set. */
+function bodyLimitProblem (limit: number, memory: ServerMemory): string | undefined {
+  if (limit * MEMORY_PER_BODY_LIMIT <= memory.bytes) return undefined
+  return `HOOKS_BODY_LIMIT=${limit} bytes is more than this server can hold: bodies and answers at that limit take up to ${MEMORY_PER_BODY_LIMIT} times it, ` +
+    `${Math.ceil(limit * MEMORY_PER_BODY_LIMIT / MiB)} MiB, and ${memory.what} is ${Math.floor(memory.bytes / MiB)} MiB: ` +
+    `set HOOKS_BODY_LIMIT to at most ${Math.floor(memory.bytes / MEMORY_PER_BODY_LIMIT / MiB)}Mi, or raise the memory limit and --max-old-space-size with it (docs/operations.md, Memory)`
 }
 
 /** What the settings' values must be together. */

@@ -16,12 +16,33 @@ test('defaults', () => {
 })
 
 test('sizes, lists and booleans are parsed', () => {
-  const config = loadConfig({ HOOKS_BODY_LIMIT: '128Mi', PG_TABLE_ALLOWLIST: ' students, graduates ,', PG_AUTO_CREATE_TABLES: 'false', PG_PREPARED_STATEMENTS: 'false' })
+  const config = loadConfig({ HOOKS_BODY_LIMIT: '128Mi', PG_TABLE_ALLOWLIST: ' students, graduates ,', PG_AUTO_CREATE_TABLES: 'false', PG_PREPARED_STATEMENTS: 'false' }, { bytes: 4 * 1024 ** 3, what: 'V8\'s heap limit (--max-old-space-size)' })
   assert.equal(config.bodyLimit, 128 * 1024 * 1024)
   assert.equal(config.database.preparedStatements, false)
   assert.equal(loadConfig({}).database.preparedStatements, true)
   assert.deepEqual([...config.database.policy.tableAllowlist ?? []], ['students', 'graduates'])
   assert.equal(config.database.policy.autoCreateTables, false)
+})
+
+test('HOOKS_BODY_LIMIT: refused at start-up, in one line saying what to set, where the server could not parse or hold a body', () => {
+  // Longer than V8's longest string, which a body is parsed from: the value cannot be used anywhere.
+  for (const raw of ['9999999999Gi', '513Mi']) {
+    assert.throws(() => loadConfig({ HOOKS_BODY_LIMIT: raw }), (error: unknown) => {
+      assert.ok(error instanceof ConfigError)
+      assert.deepEqual(error.problems, [`HOOKS_BODY_LIMIT='${raw}': expected a size from 1024 bytes to 536870888 bytes (512Mi less 24 bytes, V8's longest string, which a body is parsed from), such as 16777216 or 16Mi`])
+      return true
+    }, raw)
+  }
+  // More than the memory holds: the Deployment's heap (--max-old-space-size=256 gives V8 a heap limit of 352 MiB).
+  const deployment = { bytes: 352 * 1024 ** 2, what: 'V8\'s heap limit (--max-old-space-size)' }
+  assert.equal(loadConfig({ HOOKS_BODY_LIMIT: '22Mi' }, deployment).bodyLimit, 22 * 1024 ** 2)
+  assert.throws(() => loadConfig({ HOOKS_BODY_LIMIT: '23Mi' }, deployment), (error: unknown) => {
+    assert.ok(error instanceof ConfigError)
+    assert.deepEqual(error.problems, ['HOOKS_BODY_LIMIT=24117248 bytes is more than this server can hold: bodies and answers at that limit take up to 16 times it, 368 MiB, and V8\'s heap limit (--max-old-space-size) is 352 MiB: set HOOKS_BODY_LIMIT to at most 22Mi, or raise the memory limit and --max-old-space-size with it (docs/operations.md, Memory)'])
+    return true
+  })
+  // A container's memory limit below the heap's counts instead.
+  assert.throws(() => loadConfig({ HOOKS_BODY_LIMIT: '64Mi' }, { bytes: 768 * 1024 ** 2, what: 'the container\'s memory limit' }), /HOOKS_BODY_LIMIT=67108864 bytes is more than this server can hold: .* and the container's memory limit is 768 MiB: set HOOKS_BODY_LIMIT to at most 48Mi/)
 })
 
 test('every bad value is reported at once, naming the variable', () => {

@@ -5,6 +5,7 @@ import { createServer, type AddressInfo } from 'node:net'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
+import { deployment } from '../../dev/deployment.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { fixturePath } from '../helpers/fixtures.js'
 import { spawnServer, startServer, withoutDatabase } from '../../dev/server-process.js'
@@ -50,6 +51,17 @@ test('a bad configuration value stops start-up with exit code 1 and a message na
   assert.match(server.output(), /PORT='eighty': expected a whole number/)
   assert.match(server.output(), /HOOKS_BODY_LIMIT='huge'/)
   assert.doesNotMatch(server.output(), /hunter2/)
+})
+
+test('a HOOKS_BODY_LIMIT the Deployment\'s memory cannot hold stops start-up: one line says the most it can, and the exit code is 1', async () => {
+  const server = spawnServer({ nodeArgs: deployment().nodeArgs, env: { HOOKS_BODY_LIMIT: '64Mi', DATABASE_URL: 'postgres://user@127.0.0.1:1/db' } })
+  // A server that starts anyway is stopped, and fails the test.
+  const started = setTimeout(() => { void server.stop() }, 30_000)
+  assert.equal(await server.exited, 1, server.output())
+  clearTimeout(started)
+  const lines = server.output().trim().split('\n')
+  assert.equal(lines.length, 1, server.output())
+  assert.match(lines[0] ?? '', /HOOKS_BODY_LIMIT=67108864 bytes is more than this server can hold: .* set HOOKS_BODY_LIMIT to at most \d+Mi, or raise the memory limit and --max-old-space-size with it/)
 })
 
 test('the production entry point without a database setting starts none: one line names the variables to set, and the exit code is 1', async () => {
