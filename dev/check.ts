@@ -17,7 +17,7 @@ import { CommandError, packageProgram as program, type CommandIo } from './comma
 export const QUICK_TESTS = ['test/controllers.test.ts', 'test/dev/manifests.test.ts', 'test/manifests.test.ts', 'test/scripts/render.test.ts', 'test/framework/wire/schemas.test.ts']
 
 /** Every test file that holds each registered controller to the contract in tests named `<controller>: …`. */
-export const CONTRACT_TESTS = [...QUICK_TESTS, 'test/framework/parent.test.ts', 'test/http/etag.test.ts', 'test/http/request-body.test.ts', 'test/fuzz.test.ts']
+export const CONTRACT_TESTS = [...QUICK_TESTS, 'test/framework/parent.test.ts', 'test/http/etag.test.ts', 'test/http/request-body.test.ts', 'test/fuzz.test.ts', 'test/answer-bounds.test.ts']
 
 interface Step { name: string, ok: boolean, output: string, seconds: number }
 

@@ -6,7 +6,7 @@ import { controllers } from '../hooks/controllers.js'
 import { connectionFromUrl } from '../hooks/database/connection.js'
 import { connectPostgres } from '../hooks/database/pool.js'
 import { answerBudget, jsonBytes, shownSize } from '../hooks/framework/answer-budget.js'
-import { hookContext, servedHooks, type Controller, type Io } from '../hooks/framework/controller.js'
+import { hookContext, ioFor, servedHooks, type Controller, type Io } from '../hooks/framework/controller.js'
 import type { CompositeResponse, DecoratorResponse, KubernetesObject } from '../hooks/framework/wire/schemas.js'
 import { loadConfig } from '../hooks/runtime/config.js'
 import { afterSync, syncRequest } from '../dev/api-server/metacontroller.js'
@@ -52,19 +52,20 @@ for (const controller of controllers) {
       })
       io.postgres = postgres
     }
+    const served = ioFor(controller, io)
     const parent = worstParent(controller)
     const now = NOW.toISOString().replace(/\.\d+Z$/, 'Z')
     if (controller.type === 'decorator') {
-      const answer = await servedHooks(controller, bodyLimit).sync({ controller: { metadata: { name: controller.name } }, object: parent, attachments: {}, finalizing: false }, hookContext(controller, parent, now, io))
+      const answer = await servedHooks(controller, bodyLimit).sync({ controller: { metadata: { name: controller.name } }, object: parent, attachments: {}, finalizing: false }, hookContext(controller, parent, now, served))
       t.diagnostic(`${controller.name}: ${shownSize(servedSize(controller, answer, 'first sync'))}`)
       return
     }
     const sync = servedHooks(controller, bodyLimit).sync
     const first = syncRequest(controller, parent)
-    const answer = await sync(first, hookContext(controller, first.parent, now, io))
+    const answer = await sync(first, hookContext(controller, first.parent, now, served))
     const firstSize = servedSize(controller, answer, 'first sync')
     const next = afterSync(first, answer, { time: '2026-11-22T12:00:01Z', resourceVersion: 9000 })
-    const nextSize = servedSize(controller, await sync(next, hookContext(controller, next.parent, now, io)), 'once its children exist')
+    const nextSize = servedSize(controller, await sync(next, hookContext(controller, next.parent, now, served)), 'once its children exist')
     t.diagnostic(`${controller.name}: ${shownSize(firstSize)} on the first sync, ${shownSize(nextSize)} once its children exist`)
   })
 }
