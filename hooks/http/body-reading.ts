@@ -1,24 +1,12 @@
 import type { Readable } from 'node:stream'
-import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { HookError } from '../framework/errors.js'
 import type { RequestDigest } from './etag.js'
-import { bodyTooLarge, parseBody, type BodyLimits, type ReceivedBody } from './request-body.js'
-import { ClientGone, prepareRefusal, type BodyAdmission, type BodyClaim } from './body-admission.js'
+import { bodyTooLarge, type BodyLimits, type ReceivedBody } from './request-body.js'
 
 /**
- * Reading a hook request's body: the whole of it, into memory charged as the bytes arrive (body-admission.ts), digested
- * on the way for its ETag, before anything decides on it; then, once admitted to parsing, parsed by the route's JSON
- * parser (request-body.ts).
+ * Reading a hook request's body: the whole of it, into memory, as the call's admission lets it (call-admission.ts),
+ * digested on the way for its ETag, before anything decides on it.
  */
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The body as received, until the JSON parser takes it. */
-    receivedBody: ReceivedBody | null
-    /** The ETag of the request, on the hooks that carry them. */
-    etag: string | null
-  }
-}
 
 /**
  * The Content-Types read as a hook request: JSON, as Metacontroller sends it, in UTF-8 (the charset JSON has). Any other
@@ -30,27 +18,51 @@ export function isJson (contentType: string | undefined): boolean {
   return contentType !== undefined && JSON_CONTENT_TYPE.test(contentType)
 }
 
+/** The client closed its connection before its answer: nothing went wrong, and nobody is left to answer. */
+export class ClientGone extends Error {
+  constructor (readonly during: string) {
+    super(`the client closed the connection ${during}`)
+    this.name = 'ClientGone'
+  }
+}
+
+/** What lets a body be read: its call's admission. */
+export interface BodyGate {
+  /** The body starts: true when it may be read now; otherwise `go` says when (or `stop` that it may not). */
+  open: (reader: { go: () => void, stop: (error: Error) => void }) => boolean
+  /** `bytes` more arrived: true when they are charged; otherwise the reader waits for `go` (or `stop`). */
+  take: (bytes: number) => boolean
+  /** The whole body is in. */
+  arrived: () => void
+  /** Reading stopped before the end, with this error. */
+  stopped: (error: Error) => void
+}
+
 /**
- * Reads a body once `claim` lets it start, refusing it (413) as soon as it passes the byte limit, charging `claim` for
- * each chunk (and pausing while the chunk waits for room), and feeding `digest` as the bytes arrive. `expectedLength` is the Content-Length,
- * when the client sent one. Rejects with what the claim refuses (408, 503), or ClientGone.
+ * Reads a body once `gate` lets it start, refusing it (413) as soon as it passes the byte limit, charging each chunk
+ * through `gate` (and pausing while the chunk waits for room), and feeding `digest` as the bytes arrive.
+ * `expectedLength` is the Content-Length, when the client sent one. Rejects with what the gate refuses (408, 503), or
+ * ClientGone.
  */
-export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: RequestDigest | undefined, claim: BodyClaim): Promise<ReceivedBody> {
+export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: RequestDigest | undefined, gate: BodyGate): Promise<ReceivedBody> {
   return await new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let length = 0
     let waiting: Buffer | undefined
+    let done = false
     const detach = (): void => {
+      done = true
       stream.removeListener('data', onData)
       stream.removeListener('end', onEnd)
       stream.removeListener('error', onGone)
       stream.removeListener('close', onGone)
     }
     const stop = (error: Error): void => {
+      if (done) return
       detach()
       // The rest of the body, if it comes, is read and dropped: what waits unread would reset the connection.
       stream.resume()
-      claim.release()
+      gate.stopped(error)
       reject(error)
     }
     const keep = (chunk: Buffer): void => {
@@ -60,7 +72,7 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
     }
     const onData = (chunk: Buffer): void => {
       if (length + chunk.length > limits.bytes) return stop(bodyTooLarge(limits.bytes))
-      if (claim.take(chunk.length)) return keep(chunk)
+      if (gate.take(chunk.length)) return keep(chunk)
       waiting = chunk
       stream.pause()
     }
@@ -69,20 +81,21 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
         return stop(new HookError(400, `request body has ${length} bytes, but its Content-Length says ${expectedLength}`))
       }
       detach()
-      claim.arrived()
+      gate.arrived()
       resolve({ chunks, length })
     }
     // The connection failed or closed before the body's end: `error` (with listeners) then `close`, or `close` alone.
     const onGone = (): void => { stop(new ClientGone('while its body was arriving')) }
     if (stream.destroyed) return onGone()
-    const mayRead = claim.start({
-      refuse: stop,
-      resume: () => {
+    const mayRead = gate.open({
+      stop,
+      go: () => {
+        if (done) return
         if (waiting !== undefined) keep(waiting)
         waiting = undefined
         stream.resume()
       }
-    }, expectedLength ?? 0)
+    })
     stream.on('data', onData)
     stream.once('end', onEnd)
     stream.once('error', onGone)
@@ -91,49 +104,4 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
     if (mayRead) stream.resume()
     else stream.pause()
   })
-}
-
-export interface BodyReadingOptions {
-  admission: BodyAdmission
-  limits: BodyLimits
-  clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void
-}
-
-/**
- * Decorates requests with what reading leaves for later steps, and makes the route's JSON parser parse the body read.
- * Fastify's own parser would collect, decode and scan every body before a route could answer a 304.
- */
-export function bodyReading (fastify: FastifyInstance, options: BodyReadingOptions): (digest: (() => RequestDigest) | undefined) => (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<void> {
-  const { admission, limits, clientGone } = options
-  fastify.decorateRequest('receivedBody', null)
-  fastify.decorateRequest('etag', null)
-  fastify.decorateRequest('bodyClaim', null)
-  fastify.removeContentTypeParser('application/json')
-  fastify.addContentTypeParser('application/json', async (request: FastifyRequest) => {
-    const body = request.receivedBody
-    // A Content-Type that fastify takes for JSON, but this server does not read as a hook request.
-    if (body === null) throw new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type'])
-    request.receivedBody = null
-    return parseBody(body, limits)
-  })
-
-  /** The `preParsing` hook of a route whose requests are digested by `digest` (none: no ETags). */
-  return (digest) => async (request, reply, payload) => {
-    if (!isJson(request.headers['content-type'])) return
-    const header = request.headers['content-length']
-    const expectedLength = header === undefined ? undefined : Number(header)
-    if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
-    const requestDigest = digest?.()
-    const claim = admission.claim()
-    request.bodyClaim = claim
-    reply.raw.once('close', claim.release)
-    try {
-      request.receivedBody = await receiveBody(payload, limits, expectedLength, requestDigest, claim)
-    } catch (error) {
-      if (error instanceof ClientGone) return clientGone(request, reply, error)
-      prepareRefusal(request, reply, error, false)
-      throw error
-    }
-    if (requestDigest !== undefined) request.etag = requestDigest.etag()
-  }
 }

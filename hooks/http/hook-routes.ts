@@ -8,8 +8,7 @@ import { bodyLimits } from './request-body.js'
 import { kubernetesTime } from '../framework/wire/conditions.js'
 import { CompositeRequestSchemas, DecoratorRequestSchemas, type KubernetesObject } from '../framework/wire/schemas.js'
 import { bearerAuth } from './bearer-auth.js'
-import { BodyAdmission, parseAdmission } from './body-admission.js'
-import { bodyReading } from './body-reading.js'
+import { callAdmission, type AdmissionClock } from './call-admission.js'
 import { hookTelemetry, type CallSummary, type HookResponse } from './hook-telemetry.js'
 import { answerNotModified } from './not-modified.js'
 
@@ -25,6 +24,8 @@ export interface HookRoutesOptions {
   bodyTimeoutMs: number
   /** HOOKS_ADMISSION_TIMEOUT. */
   admissionTimeoutMs: number
+  /** The admission's clock; the process's by default. */
+  admissionClock?: AdmissionClock
 }
 
 /**
@@ -38,9 +39,12 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
   const limits = bodyLimits(options.bodyLimit)
   const authenticate = bearerAuth(fastify, options.bearerTokens)
   const telemetry = hookTelemetry(fastify, options.metrics)
-  const admission = new BodyAdmission({ limit: options.bodyLimit, bodyTimeoutMs: options.bodyTimeoutMs, admissionTimeoutMs: options.admissionTimeoutMs })
-  const readBody = bodyReading(fastify, { admission, limits, clientGone: telemetry.clientGone })
-  const admitToParsing = parseAdmission(telemetry.clientGone)
+  const { readBody, awaitParseTurn } = callAdmission(fastify, {
+    bounds: { limit: options.bodyLimit, bodyTimeoutMs: options.bodyTimeoutMs, admissionTimeoutMs: options.admissionTimeoutMs },
+    limits,
+    clientGone: telemetry.clientGone,
+    clock: options.admissionClock
+  })
 
   /** Reads the parent, runs the hook, and keeps what the log line and the metric need; an answer carries its ETag. */
   const call = async <Response extends HookResponse>(
@@ -69,8 +73,8 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
       config: { controller: controller.name, hook },
       ...(authenticate === undefined ? {} : { onRequest: authenticate }),
       preParsing: etags
-        ? [readBody(requestDigest(controller, hook, options.bodyLimit)), answerNotModified, admitToParsing]
-        : [readBody(undefined), admitToParsing],
+        ? [readBody(requestDigest(controller, hook, options.bodyLimit)), answerNotModified, awaitParseTurn]
+        : [readBody(undefined), awaitParseTurn],
       onResponse: telemetry.logCall
     })
     if (controller.type === 'composite') {

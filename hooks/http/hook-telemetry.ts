@@ -4,7 +4,7 @@ import type { Metrics, Outcome } from './metrics.js'
 import { observedConditions } from '../framework/wire/conditions.js'
 import { objectKey } from '../framework/wire/objects.js'
 import type { CompositeResponse, Condition, DecoratorResponse, KubernetesObject } from '../framework/wire/schemas.js'
-import type { ClientGone } from './body-admission.js'
+import type { ClientGone } from './body-reading.js'
 
 /** One log line and one metric observation per hook call, whatever its answer, and for a client that went away. */
 
@@ -102,7 +102,7 @@ export function hookTelemetry (fastify: FastifyInstance, metrics: Metrics): Hook
       const { controller, hook } = reply.routeOptions.config
       if (controller === undefined || hook === undefined) return
       const durationMs = observe(controller, hook, 'aborted', reply)
-      request.log.info({ controller, hook, outcome: 'aborted', bytesReceived: request.bodyClaim?.bytes, durationMs }, `${controller} ${hook} aborted: ${error.message}`)
+      request.log.info({ controller, hook, outcome: 'aborted', bytesReceived: request.admission?.received, durationMs }, `${controller} ${hook} aborted: ${error.message}`)
     }
   }
 }

@@ -7,6 +7,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Config } from './config.js'
 import { hookNames, type Controller, type Io } from '../framework/controller.js'
 import { HookError } from '../framework/errors.js'
+import type { AdmissionClock } from '../http/call-admission.js'
 import { hookRoutes } from '../http/hook-routes.js'
 import { LogLines } from './log-lines.js'
 import { createProbes, probeRoutes, type Probes } from './probes.js'
@@ -23,6 +24,8 @@ export interface AppOptions {
   /** What health, readiness and metrics report, when the probe port shares it; else the app makes its own. */
   probes?: Probes
   clock?: () => Date
+  /** The clock and ticker of the admission of bodies; the process's by default. */
+  admissionClock?: AdmissionClock
 }
 
 let stdout: LogLines | undefined
@@ -127,7 +130,8 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
     bearerTokens: config.bearerTokens,
     bodyLimit: config.bodyLimit,
     bodyTimeoutMs: config.bodyTimeoutMs,
-    admissionTimeoutMs: config.admissionTimeoutMs
+    admissionTimeoutMs: config.admissionTimeoutMs,
+    admissionClock: options.admissionClock
   })
 }
 

@@ -3,6 +3,7 @@ import type { TestContext } from 'node:test'
 import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import { app, serverOptions } from '../../hooks/runtime/app.js'
+import type { AdmissionClock } from '../../hooks/http/call-admission.js'
 import { loadConfig, type Config, type Environment } from '../../hooks/runtime/config.js'
 import { needed, type Controller, type Io } from '../../hooks/framework/controller.js'
 import { controllers as allControllers } from '../../hooks/controllers.js'
@@ -41,6 +42,8 @@ export interface BuildOptions {
   clock?: () => Date
   /** Keep the log lines, at LOG_LEVEL info unless `env` says otherwise. */
   logs?: boolean
+  /** The clock and ticker of the admission of bodies (test/helpers/fake-clock.ts); the process's by default. */
+  admissionClock?: AdmissionClock
 }
 
 /**
@@ -88,7 +91,8 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
     controllers,
     io,
     lifecycle,
-    clock: options.clock ?? (() => NOW)
+    clock: options.clock ?? (() => NOW),
+    admissionClock: options.admissionClock
   })
   await fastify.ready()
   t.after(async () => {

@@ -1,229 +1,289 @@
 import assert from 'node:assert/strict'
-import { test, type TestContext } from 'node:test'
-import { setTimeout as sleep } from 'node:timers/promises'
-import { podSet } from '../../hooks/podset/index.js'
-import { BODIES_HELD, BodyAdmission, ClientGone, PROGRESS_BYTES, STALL_MS, type BodyClaim } from '../../hooks/http/body-admission.js'
-import type { CompositeController } from '../../hooks/framework/controller.js'
-import { build } from '../helpers/app.js'
-import { fixture } from '../helpers/fixtures.js'
-import { slowBody } from '../helpers/slow-body.js'
+import { test } from 'node:test'
+import fc from 'fast-check'
+import { BODIES_HELD, BodyAdmission, Call, PROGRESS_BYTES, TICK_MS, type AdmissionBounds, type Effect, type Phase } from '../../hooks/http/body-admission.js'
+import { FakeClock } from '../helpers/fake-clock.js'
 
 /**
- * hooks/http/body-admission.ts: memory set aside for a Content-Length before a body is read, chunked bodies charged
- * the bytes they sent, stalled bodies giving way to waiting ones, parsing one body limit's worth at a time, and every
- * wait bounded; then over real sockets, the answers that say so.
+ * hooks/http/body-admission.ts, on a fake clock: memory set aside for a Content-Length before a body is read, chunked
+ * bodies charged the bytes they sent, stalled bodies giving way to waiting ones, parsing a body limit's worth at a
+ * time, and every wait bounded; then the same properties over random interleavings.
  */
 
-const LIMIT = 1000
+const LIMIT = 1024 * 1024
 const CAPACITY = BODIES_HELD * LIMIT
+const BOUNDS: AdmissionBounds = { limit: LIMIT, bodyTimeoutMs: 3000, admissionTimeoutMs: 2000 }
 
-/** A body being read, as the reader sees its claim: what it was told, and whether it may go on. */
-class Reader {
-  readonly claim: BodyClaim
-  refusal: Error | undefined
-  resumed = 0
-  /** Whether it could start reading at once. */
-  readonly started: boolean
-
-  constructor (admission: BodyAdmission, announced: number) {
-    this.claim = admission.claim()
-    this.started = this.claim.start({ refuse: (error) => { this.refusal = error }, resume: () => { this.resumed++ } }, announced)
+class Named extends Call {
+  constructor (readonly name: string, announced: number | undefined) {
+    super(announced)
   }
 }
 
-/** Memory for bodies with these bounds, and readers of bodies in it; every claim is released after the test. */
-function bodies (t: TestContext, bodyTimeoutMs = 60_000, admissionTimeoutMs = 60_000, limit = LIMIT): { memory: BodyAdmission, reader: (announced?: number) => Reader } {
-  const memory = new BodyAdmission({ limit, bodyTimeoutMs, admissionTimeoutMs })
-  const readers: Reader[] = []
-  t.after(() => { for (const reader of readers) reader.claim.release() })
-  return { memory, reader: (announced = 0) => { const reader = new Reader(memory, announced); readers.push(reader); return reader } }
+/** A scheduler on a fake clock that ticks every TICK_MS, and what it decided, as `<call> <action>` lines. */
+function harness (bounds: AdmissionBounds = BOUNDS) {
+  const clock = new FakeClock()
+  const scheduler = new BodyAdmission<Named>(bounds, clock.now)
+  const decided: string[] = []
+  const errors = new Map<string, string>()
+  const record = (effects: Array<Effect<Named>>): void => {
+    for (const effect of effects) {
+      decided.push(`${effect.call.name} ${effect.action}${effect.action === 'refuse' ? ` ${effect.error.statusCode}` : ''}`)
+      if (effect.action === 'refuse') errors.set(effect.call.name, effect.error.message)
+    }
+  }
+  clock.clock.every(TICK_MS, () => { record(scheduler.tick()) })
+  return {
+    clock,
+    scheduler,
+    errors,
+    /** What was decided since the last call. */
+    decisions: (): string[] => decided.splice(0),
+    open: (name: string, announced?: number): Named => {
+      const call = new Named(name, announced)
+      record(scheduler.open(call))
+      return call
+    },
+    receive: (call: Named, bytes: number) => { record(scheduler.received(call, bytes)) },
+    arrive: (call: Named) => { record(scheduler.arrived(call)) },
+    parse: (call: Named) => { record(scheduler.parse(call)) },
+    end: (call: Named) => { record(scheduler.end(call)) },
+    /** A whole body of `bytes`, arrived and parsed. */
+    parsed: (name: string, bytes: number): Named => {
+      const call = new Named(name, bytes)
+      record(scheduler.open(call))
+      record(scheduler.received(call, bytes))
+      record(scheduler.arrived(call))
+      record(scheduler.parse(call))
+      return call
+    }
+  }
 }
 
-test('chunked bodies are charged the bytes they sent, and give them back once answered', (t) => {
-  const { memory, reader } = bodies(t)
-  const trickling = Array.from({ length: 50 }, () => reader())
-  for (const body of trickling) assert.equal(body.claim.take(1), true)
-  assert.equal(memory.held, 50)
-  const whole = reader()
-  assert.equal(whole.claim.take(LIMIT), true, 'a body at the limit still fits beside fifty trickling ones')
-  whole.claim.arrived()
-  whole.claim.release()
-  whole.claim.release()
-  for (const body of trickling) body.claim.release()
-  assert.equal(memory.held, 0)
-  assert.deepEqual([memory.arriving.size, memory.parsing], [0, 0])
+test('a Content-Length is set aside before a byte arrives; a call that does not fit waits, unread, and the smallest waiting goes first', () => {
+  const { scheduler, decisions, open, receive, arrive, parse, end } = harness()
+  const first = open('first', 3.5 * LIMIT)
+  assert.deepEqual(decisions(), ['first read'])
+  assert.equal(scheduler.held, 3.5 * LIMIT)
+  const large = open('large', LIMIT)
+  const small = open('small', 100)
+  assert.deepEqual(decisions(), ['small read'], 'the large one waits; the small one fits beside')
+  const smaller = open('smaller', LIMIT - 50)
+  assert.deepEqual([large.phase, smaller.phase], ['waiting', 'waiting'])
+  receive(first, 3.5 * LIMIT)
+  arrive(first)
+  parse(first)
+  assert.deepEqual(decisions(), ['first parse'])
+  end(first)
+  assert.deepEqual(decisions(), ['smaller read', 'large read'], 'both fit once the first is answered')
+  const holder = open('holder', CAPACITY - 2 * LIMIT - 200)
+  const big = open('big', 1000)
+  const little = open('little', 100)
+  assert.deepEqual(decisions(), ['holder read', 'little read'], 'the smaller one goes first, though it asked later')
+  assert.equal(big.phase, 'waiting')
+  for (const call of [holder, big, little]) end(call)
+  for (const call of [large, small, smaller]) end(call)
+  assert.deepEqual([scheduler.held, scheduler.parsing, scheduler.calls.size], [0, 0, 0])
 })
 
-test('a body is read once its Content-Length fits, and holds its bytes once it has arrived; the smallest waiting body goes first', (t) => {
-  const { memory, reader } = bodies(t)
-  const first = reader(3000)
-  assert.equal(first.started, true)
-  assert.equal(memory.held, 3000, 'its length is set aside before a byte arrives')
-  assert.equal(first.claim.take(1000), true)
-  assert.equal(memory.held, 3000)
-  const large = reader(2000)
-  const small = reader(500)
-  assert.deepEqual([large.started, small.started], [false, true], 'the large one waits, unread; the small one fits beside')
-  const smaller = reader(600)
-  assert.equal(smaller.started, false)
-  assert.equal(first.claim.take(2000), true)
-  first.claim.arrived()
-  first.claim.release()
-  assert.deepEqual([large.resumed, smaller.resumed], [1, 1], 'both fit once the first is answered')
-  assert.equal(memory.held, 500 + 2000 + 600)
-
-  const holder = reader(CAPACITY - 3100)
-  assert.equal(holder.started, true)
-  const big = reader(900)
-  const little = reader(100)
-  assert.deepEqual([big.started, little.started], [false, false])
-  small.claim.release()
-  assert.deepEqual([big.resumed, little.resumed], [0, 1], 'the 500 bytes freed take the smaller one, though it asked later')
+test('chunked bodies are charged the bytes they received; a chunk with no room waits, and is charged once there is', () => {
+  const { scheduler, decisions, open, receive, end, parsed } = harness()
+  const trickling = Array.from({ length: 50 }, (_, index) => open(`t${index}`))
+  for (const call of trickling) receive(call, 10)
+  assert.equal(scheduler.held, 500)
+  decisions()
+  const holder = parsed('holder', CAPACITY - 500)
+  assert.deepEqual(decisions(), ['holder read', 'holder parse'])
+  receive(trickling[0] as Named, 100)
+  assert.equal(trickling[0]?.phase, 'waiting', 'the chunk waits for room')
+  end(holder)
+  assert.deepEqual(decisions(), ['t0 read'])
+  assert.equal(trickling[0]?.received, 110)
+  for (const call of trickling) end(call)
+  assert.equal(scheduler.held, 0)
 })
 
-test('a stalled body gives way (408) to a waiting one, after STALL_MS; a body that keeps arriving does not', async (t) => {
-  const { memory, reader } = bodies(t, 60_000, 60_000, 64 * 1024)
-  const stalled = reader(memory.capacity / 2)
-  const arriving = reader(memory.capacity / 2)
-  assert.equal(stalled.claim.take(100), true)
-  const keepArriving = setInterval(() => { arriving.claim.take(PROGRESS_BYTES) }, 50)
-  t.after(() => { clearInterval(keepArriving) })
-  const waiting = reader(1000)
-  assert.equal(waiting.started, false)
-  const refusal = (): Error | undefined => stalled.refusal
-  assert.equal(refusal(), undefined, 'not stalled yet')
-  await sleep(STALL_MS + 300)
-  assert.match(refusal()?.message ?? '', /^request body stalled \(under 16 KiB in 0.3 s\) after [\d.]+ s while other calls waited for the memory it held/)
-  assert.equal((refusal() as { statusCode?: number }).statusCode, 408)
-  assert.equal(arriving.refusal, undefined)
-  assert.equal(waiting.resumed, 1)
-})
-
-test('bodies that have arrived never give way: a newer body waits for their room, and goes on in turn once they are answered', (t) => {
-  const { memory, reader } = bodies(t)
-  const arrived = Array.from({ length: BODIES_HELD }, () => reader())
-  for (const body of arrived) {
-    assert.equal(body.claim.take(LIMIT), true)
-    body.claim.arrived()
+test('a body that stalls gives way (408) to a waiting call once it has moved under 16 KiB in 0.3 s; one that keeps arriving never does', () => {
+  const { clock, errors, decisions, open, receive } = harness()
+  const stalled = open('stalled', 2 * LIMIT)
+  const arriving = open('arriving', 2 * LIMIT)
+  receive(stalled, 100)
+  decisions()
+  const waiting = open('waiting', 1000)
+  assert.deepEqual(decisions(), [], 'no body is late yet')
+  for (let ms = 0; ms < 1000; ms += 50) {
+    receive(arriving, 64 * 1024)
+    clock.advance(50)
   }
-  const first = reader()
-  const second = reader()
-  assert.equal(first.claim.take(600), false)
-  assert.equal(second.claim.take(300), false)
-  assert.deepEqual([first.resumed, second.resumed], [0, 0])
-  arrived[0]?.claim.release()
-  assert.deepEqual([first.resumed, second.resumed], [1, 1])
-  assert.equal(memory.held, (BODIES_HELD - 1) * LIMIT + 900)
-  assert.ok(arrived.every((body) => body.refusal === undefined))
+  assert.deepEqual(decisions(), ['stalled refuse 408', 'waiting read'])
+  assert.match(errors.get('stalled') ?? '', /^request body stalled \(under 16 KiB in 0.3 s\) after 0.\d s while other calls waited for the memory it held \(4 bodies of HOOKS_BODY_LIMIT at most\)/)
+  assert.equal(arriving.phase, 'reading')
+  assert.equal(waiting.phase, 'reading')
 })
 
-test('a body that waits for room longer than HOOKS_ADMISSION_TIMEOUT gets 503; one slower than HOOKS_BODY_TIMEOUT 408', async (t) => {
-  const { memory, reader } = bodies(t, 100, 50)
-  const holder = reader()
-  holder.claim.take(CAPACITY)
-  holder.claim.arrived()
-  const waiting = reader()
-  assert.equal(waiting.claim.take(10), false)
-  const slow = reader()
-  await sleep(250)
-  assert.match(waiting.refusal?.message ?? '', /^no memory to receive the request body within HOOKS_ADMISSION_TIMEOUT \(0.05 s\): the bodies of other calls hold it; retry in 1 s/)
-  assert.equal((waiting.refusal as { statusCode?: number }).statusCode, 503)
-  assert.match(slow.refusal?.message ?? '', /^request body did not arrive within HOOKS_BODY_TIMEOUT \(0.1 s\): send the whole body at once/)
-  assert.equal((slow.refusal as { statusCode?: number }).statusCode, 408)
-  assert.equal(holder.refusal, undefined, 'a body that has arrived has no deadline here')
-  assert.equal(memory.held, CAPACITY)
-  assert.equal(memory.waitingForRoom.length, 0)
+test('a body at network speed never gives way, even when its bytes came in one gulp after the server was busy', () => {
+  const { clock, decisions, open, receive, arrive } = harness()
+  const fast = open('fast', CAPACITY)
+  receive(fast, 1000)
+  const waiting = open('waiting', 1000)
+  decisions()
+  // The server parsed something for 1.5 s: its ticks come late, and the body's bytes wait to be read.
+  clock.advance(1500, true)
+  assert.deepEqual(decisions(), [])
+  receive(fast, CAPACITY - 1000)
+  clock.advance(TICK_MS)
+  assert.deepEqual(decisions(), [])
+  arrive(fast)
+  assert.equal(waiting.phase, 'waiting', 'it waits for the body that arrived, which will be answered')
 })
 
-test('time the server spent blocked, unable to read a body, is added to its HOOKS_BODY_TIMEOUT, up to as much again', async (t) => {
-  const { memory, reader } = bodies(t, 300)
-  const body = reader()
-  body.claim.take(10)
-  const blockedUntil = performance.now() + 400
-  while (performance.now() < blockedUntil);
-  const refusal = (): Error | undefined => body.refusal
-  await sleep(50)
-  assert.equal(refusal(), undefined, 'the 400 ms the server was busy do not count')
-  assert.ok(memory.stalledMs >= 250, `${memory.stalledMs} ms`)
-  await sleep(400)
-  assert.match(refusal()?.message ?? '', /^request body did not arrive within HOOKS_BODY_TIMEOUT \(0.3 s\)/, 'refused once 300 + 300 ms have passed')
+test('bodies that have arrived, and bodies being parsed, never give way: a waiting call waits for their answers', () => {
+  const { clock, decisions, open, parsed, end } = harness()
+  const held = Array.from({ length: BODIES_HELD }, (_, index) => parsed(`held${index}`, LIMIT))
+  decisions()
+  const waiting = open('waiting', 1)
+  clock.advance(1500)
+  assert.deepEqual(decisions(), [])
+  end(held[0] as Named)
+  assert.deepEqual(decisions(), ['waiting read', 'held1 parse'])
+  assert.equal(waiting.phase, 'reading')
 })
 
-test('parsing takes HOOKS_BODY_LIMIT of bodies at a time, in arrival order, any body alone; a wait is bounded, and ends when the client goes', async (t) => {
-  const { memory, reader } = bodies(t, 60_000, 80)
-  const arrived = (bytes: number): Reader => {
-    const body = reader()
-    body.claim.take(bytes)
-    body.claim.arrived()
-    return body
+test('HOOKS_BODY_TIMEOUT: a body still arriving then gets 408; time the server was busy is added back, up to as much again', () => {
+  const { clock, decisions, errors, open, receive } = harness()
+  const slow = open('slow')
+  const busy = open('busy')
+  decisions()
+  for (let ms = 0; ms < 2900; ms += 100) {
+    receive(slow, PROGRESS_BYTES)
+    receive(busy, PROGRESS_BYTES)
+    clock.advance(100)
   }
-  const huge = arrived(LIMIT)
-  await huge.claim.parse()
-  const [a, b, c] = [arrived(600), arrived(300), arrived(200)]
-  const parsed: string[] = []
-  const parse = (name: string, reader: Reader): Promise<void> => reader.claim.parse().then(() => { parsed.push(name) }, (error: Error) => { parsed.push(`${name}: ${error.message}`) })
-  const waits = [parse('a', a), parse('b', b), parse('c', c)]
-  await sleep(10)
-  assert.deepEqual(parsed, [])
-  huge.claim.release()
-  await sleep(10)
-  assert.deepEqual(parsed, ['a', 'b'], 'c waits: 600 + 300 + 200 pass the limit')
-  c.claim.release()
-  await Promise.all(waits)
-  assert.deepEqual(parsed, ['a', 'b', `c: ${new ClientGone('while it waited for memory to parse its body').message}`])
+  assert.deepEqual(decisions(), [])
+  clock.advance(200)
+  assert.deepEqual(decisions(), ['slow refuse 408', 'busy refuse 408'])
+  assert.match(errors.get('slow') ?? '', /^request body did not arrive within HOOKS_BODY_TIMEOUT \(3 s\): send the whole body at once/)
 
-  const late = arrived(900)
-  await sleep(100)
-  await assert.rejects(late.claim.parse(), /^HookError: no memory to parse the request body within HOOKS_ADMISSION_TIMEOUT \(0.08 s\): other bodies are being parsed/)
-  a.claim.release()
-  b.claim.release()
-  assert.deepEqual([memory.held, memory.parsing, memory.waitingToParse.length], [0, 0, 0])
+  const blocked = open('blocked')
+  receive(blocked, 10)
+  decisions()
+  clock.advance(1000)
+  clock.advance(2000, true)
+  assert.deepEqual(decisions(), [], '2 s of the 3 the server was busy: they do not count')
+  clock.advance(1600)
+  assert.deepEqual(decisions(), [], 'nor would have the third')
+  clock.advance(4000, true)
+  clock.advance(TICK_MS)
+  assert.deepEqual(decisions(), ['blocked refuse 408'], 'but no more than 3 s are added')
 })
 
-/** PodSet under another name, whose sync waits until `open` is called: a call that holds its body's memory. */
-function gatedPodSet (): { controller: CompositeController<any>, open: () => void } {
-  let open = (): void => {}
-  const gate = new Promise<void>((resolve) => { open = resolve })
-  const controller: CompositeController<any> = { ...podSet, name: 'gated', hooks: { sync: async (request, context) => { await gate; return podSet.hooks.sync(request, context) } } }
-  return { controller, open }
-}
-
-test('over HTTP: a body slower than HOOKS_BODY_TIMEOUT gets 408 and its connection is closed, while other calls are answered at once', async (t) => {
-  const { app } = await build(t, { databaseUrl: false, controllers: [podSet], env: { HOOKS_BODY_TIMEOUT: '0.5' } })
-  await app.listen({ port: 0, host: '127.0.0.1' })
-  const { port } = app.server.address() as { port: number }
-  const slow = [
-    slowBody({ port, path: '/podset/sync', length: 'chunked', burst: 100, intervalMs: 50 }),
-    slowBody({ port, path: '/podset/sync', length: 1024 ** 2, burst: 100, intervalMs: 50 })
-  ]
-  const started = performance.now()
-  const fast = await fetch(`http://127.0.0.1:${port}/podset/sync`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(fixture('podset', 'first-sync')) })
-  assert.equal(fast.status, 200)
-  assert.ok(performance.now() - started < 400, 'answered while the slow bodies arrive')
-  for (const answer of await Promise.all(slow.map(async (client) => await client.answered))) {
-    assert.equal(answer.status, 408, answer.text)
-    assert.ok(answer.ms >= 500 && answer.ms < 1500, `${answer.ms} ms`)
-    assert.match(answer.text, /\r\n\r\n\{"error":"Request Timeout","message":"request body did not arrive within HOOKS_BODY_TIMEOUT \(0.5 s\)/)
-  }
-  // The server closed each connection, after the answer.
-  for (const client of slow) assert.ok(await client.closed < 3000, 'closed by the server')
+test('HOOKS_ADMISSION_TIMEOUT bounds each wait, for memory or to be parsed: 503 then', () => {
+  const { clock, decisions, errors, open, receive, arrive, parse, parsed } = harness()
+  parsed('big', LIMIT)
+  const holder = open('holder', CAPACITY - LIMIT)
+  receive(holder, CAPACITY - LIMIT)
+  arrive(holder)
+  decisions()
+  const waiting = open('waiting', 10)
+  clock.advance(1000)
+  parse(holder)
+  assert.deepEqual(decisions(), [])
+  clock.advance(1000)
+  assert.deepEqual(decisions(), ['waiting refuse 503'])
+  assert.equal(waiting.phase, 'refused')
+  assert.match(errors.get('waiting') ?? '', /^no memory to receive the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\): the bodies of other calls hold it; retry in 1 s/)
+  clock.advance(1000)
+  assert.deepEqual(decisions(), ['holder refuse 503'])
+  assert.match(errors.get('holder') ?? '', /^no memory to parse the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\): other bodies are being parsed/)
 })
 
-test('over HTTP: a call that cannot be parsed within HOOKS_ADMISSION_TIMEOUT gets 503 with Retry-After, and a later one is served', async (t) => {
-  const { controller, open } = gatedPodSet()
-  const { app } = await build(t, { databaseUrl: false, controllers: [controller], env: { HOOKS_BODY_LIMIT: '8Ki', HOOKS_ADMISSION_TIMEOUT: '0.2' } })
-  const request = fixture('podset', 'first-sync')
-  const large = { ...request, padding: 'x'.repeat(5000) }
-  const holding = app.inject({ method: 'POST', url: '/gated/sync', payload: large })
-  await sleep(50)
-  const refused = await app.inject({ method: 'POST', url: '/gated/sync', payload: large })
-  assert.equal(refused.statusCode, 503, refused.body)
-  assert.equal(refused.headers['retry-after'], '1')
-  assert.deepEqual(refused.json(), {
-    error: 'Service Unavailable',
-    message: 'no memory to parse the request body within HOOKS_ADMISSION_TIMEOUT (0.2 s): other bodies are being parsed; retry in 1 s (Metacontroller retries by itself)'
-  })
-  open()
-  assert.equal((await holding).statusCode, 200)
-  assert.equal((await app.inject({ method: 'POST', url: '/gated/sync', payload: large })).statusCode, 200)
+test('parsing: HOOKS_BODY_LIMIT of bodies at once, in arrival order, any body alone; each share given back once answered', () => {
+  const { decisions, parsed, end, scheduler } = harness()
+  const huge = parsed('huge', LIMIT)
+  const a = parsed('a', 600 * 1024)
+  const b = parsed('b', 300 * 1024)
+  const c = parsed('c', 200 * 1024)
+  assert.deepEqual(decisions().filter((line) => line.endsWith('parse')), ['huge parse'])
+  end(huge)
+  assert.deepEqual(decisions(), ['a parse', 'b parse'], 'c waits: 600 + 300 + 200 KiB pass the limit')
+  end(a)
+  assert.deepEqual(decisions(), ['c parse'])
+  end(b)
+  end(c)
+  assert.equal(scheduler.parsing, 0)
+})
+
+/** A step of a random interleaving: an event of one of the calls, or time passing. */
+type Step =
+  | { kind: 'open', call: number, announced: number | undefined }
+  | { kind: 'receive', call: number, bytes: number }
+  | { kind: 'arrive' | 'parse' | 'end', call: number }
+  | { kind: 'advance', ms: number, busy: boolean }
+
+const CALLS = 6
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant('open' as const), call: fc.nat(CALLS - 1), announced: fc.option(fc.integer({ min: 0, max: LIMIT }), { nil: undefined }) }),
+  fc.record({ kind: fc.constant('receive' as const), call: fc.nat(CALLS - 1), bytes: fc.integer({ min: 0, max: LIMIT }) }),
+  fc.record({ kind: fc.constantFrom('arrive' as const, 'parse' as const, 'end' as const), call: fc.nat(CALLS - 1) }),
+  fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 1500 }), busy: fc.boolean() })
+)
+
+test('over any interleaving of events and time: memory and parsing stay bounded, the books balance, and every wait and body ends in time', () => {
+  fc.assert(fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
+    const clock = new FakeClock()
+    const scheduler = new BodyAdmission<Named>(BOUNDS, clock.now)
+    const calls: Array<Named | undefined> = []
+    /** When each call started waiting or reading, for the bounds on each. */
+    const since = new Map<Named, { phase: Phase, at: number }>()
+    const check = (effects: Array<Effect<Named>>): void => {
+      for (const effect of effects) {
+        const expected = { read: 'reading', parse: 'parsing', refuse: 'refused' }[effect.action]
+        assert.equal(effect.call.phase, expected, `${effect.call.name} ${effect.action}`)
+        if (effect.action === 'refuse' && effect.error.statusCode === 503) {
+          assert.ok(clock.time - effect.call.waitingSince >= BOUNDS.admissionTimeoutMs, 'a 503 comes no sooner than HOOKS_ADMISSION_TIMEOUT')
+        }
+      }
+      const live = [...scheduler.calls]
+      assert.equal(scheduler.held, live.reduce((sum, call) => sum + call.charged, 0), 'held is what the calls hold')
+      assert.ok(live.every((call) => call.charged >= 0 && (call.phase !== 'refused' || call.charged === 0)))
+      assert.ok(scheduler.held <= scheduler.capacity, `bodies hold ${scheduler.held} of ${scheduler.capacity}`)
+      const parsing = live.filter((call) => call.phase === 'parsing')
+      assert.equal(scheduler.parsing, parsing.reduce((sum, call) => sum + call.received, 0))
+      assert.ok(parsing.length <= 1 || scheduler.parsing <= LIMIT, 'a body limit\'s worth is parsed at once, or one body')
+      for (const call of live) {
+        const last = since.get(call)
+        if (last?.phase !== call.phase) since.set(call, { phase: call.phase, at: clock.time })
+        const { at } = since.get(call) as { at: number }
+        // Busy time is added back up to as much again; a tick may come TICK_MS late.
+        if (call.phase === 'reading') assert.ok(clock.time - at < 2 * BOUNDS.bodyTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - at} ms`)
+        if (call.phase === 'waiting' || call.phase === 'queued to parse') assert.ok(clock.time - at < BOUNDS.admissionTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - at} ms`)
+      }
+    }
+    clock.clock.every(TICK_MS, () => { check(scheduler.tick()) })
+    for (const next of steps) {
+      if (next.kind === 'advance') {
+        clock.advance(next.ms, next.busy)
+        continue
+      }
+      const call = calls[next.call]
+      if (next.kind === 'open') {
+        if (call !== undefined && call.phase !== 'ended') continue
+        const opened = new Named(`c${next.call}`, next.announced)
+        calls[next.call] = opened
+        check(scheduler.open(opened))
+        continue
+      }
+      if (call === undefined) continue
+      // What the plugin does: no more bytes than announced, and a chunk is sent only once the last one was taken.
+      if (next.kind === 'receive' && (call.phase !== 'reading' || (call.announced !== undefined && call.received + next.bytes > call.announced))) continue
+      if (next.kind === 'arrive' && call.announced !== undefined && call.received !== call.announced) continue
+      const effects = next.kind === 'receive'
+        ? scheduler.received(call, next.bytes)
+        : next.kind === 'arrive' ? scheduler.arrived(call) : next.kind === 'parse' ? scheduler.parse(call) : scheduler.end(call)
+      check(effects)
+    }
+    // Left alone, every call ends up refused, but for those being parsed and those not yet asked to be.
+    clock.advance(2 * BOUNDS.bodyTimeoutMs + 2 * BOUNDS.admissionTimeoutMs + 1000)
+    for (const call of scheduler.calls) assert.ok(['arrived', 'parsing', 'refused'].includes(call.phase), `${call.name} still ${call.phase}`)
+  }), { numRuns: 2000 })
 })
