@@ -1,4 +1,4 @@
-import type { Readable } from 'node:stream'
+import { Readable } from 'node:stream'
 import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { HookError } from '../framework/errors.js'
 import { BodyAdmission, Call, RETRY_AFTER_SECONDS, TICK_MS, type AdmissionBounds, type Effect } from './body-admission.js'
@@ -8,8 +8,8 @@ import { bodyTooLarge, parseBody, type BodyLimits, type ReceivedBody } from './r
 
 /**
  * The hook routes' side of body-admission.ts: each request's call, from its headers to the end of its answer. It reads
- * the body as the scheduler lets it, waits for its turn to parse, answers the scheduler's refusals, and calls its
- * `tick`.
+ * the body as the scheduler lets it, waits for its turn to parse, answers the scheduler's refusals (closing the
+ * connection of a body cut short), and calls its `tick`.
  */
 
 /** A request's call, with what carries out the scheduler's decisions about it. */
@@ -37,7 +37,7 @@ declare module 'fastify' {
   }
 }
 
-/** How long a connection whose body was cut short stays open, half-closed, after its answer: see `closeAfterAnswer`. */
+/** How long a connection whose body was cut short stays open after its answer: see `lingering`. */
 export const LINGER_MS = 1000
 
 export interface CallAdmissionOptions {
@@ -76,8 +76,9 @@ export interface CallAdmission {
 }
 
 /**
- * Sets up the admission of the calls of the routes of `fastify`'s context: their decorations and the JSON parser that
- * parses the body read; returns the `preParsing` hooks for the routes.
+ * Sets up the admission of the calls of the routes of `fastify`'s context: their decorations, the JSON parser that
+ * parses the body read, the `onSend` hook that closes the connection of a body cut short; returns the `preParsing`
+ * hooks for the routes.
  * Fastify's own parser would collect, decode and scan every body before a route could answer a 304.
  */
 export function callAdmission (fastify: FastifyInstance, options: CallAdmissionOptions): CallAdmission {
@@ -124,16 +125,20 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
     return parseBody(body, limits)
   })
 
+  fastify.addHook('onSend', async (request, reply, payload) => {
+    const call = request.admission
+    if (call === null || !call.cutShort || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload
+    const bytes = Buffer.from(payload)
+    reply.header('connection', 'close')
+    reply.header('content-length', String(bytes.length))
+    return lingering(bytes)
+  })
+
   fastify.addHook('onClose', async () => { stopTicking?.() })
 
-  /**
-   * What refusing the call needs besides its answer: a 503 says when to retry; a body cut short leaves its connection
-   * unusable, so it is closed once answered.
-   */
-  const refusing = (request: FastifyRequest, reply: FastifyReply, error: unknown): void => {
-    if (!(error instanceof HookError)) return
-    if (error.statusCode === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS))
-    if (request.admission?.cutShort === true) reply.raw.once('finish', () => { closeAfterAnswer(request) })
+  /** What refusing the call needs besides its answer: a 503 says when to retry. */
+  const refusing = (reply: FastifyReply, error: unknown): void => {
+    if (error instanceof HookError && error.statusCode === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS))
   }
 
   return {
@@ -170,7 +175,7 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
         request.receivedBody = await receiveBody(payload, limits, expectedLength, requestDigest, gate)
       } catch (error) {
         if (error instanceof ClientGone) return clientGone(request, reply, error)
-        refusing(request, reply, error)
+        refusing(reply, error)
         throw error
       }
       if (requestDigest !== undefined) request.etag = requestDigest.etag()
@@ -186,7 +191,7 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
         })
       } catch (error) {
         if (error instanceof ClientGone) return clientGone(request, reply, error)
-        refusing(request, reply, error)
+        refusing(reply, error)
         throw error
       } finally {
         call.parseTurn = undefined
@@ -196,15 +201,16 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
 }
 
 /**
- * Closes a connection whose request body is still arriving, in stages, so that the client reads its answer: the
- * answer is followed by the end of what the server sends, the client's remaining bytes are read and dropped, and the
- * connection is destroyed when the client closes it or after LINGER_MS. Closed at once (as `Connection: close` makes
- * Node.js do), unread bytes turn the close into a reset, and a client that is still writing may lose the answer: in
- * two runs of the slow-client fault test, 22 and 2 of 200 trickling clients did.
+ * The answer to a request whose body was cut short, sent whole, with `Connection: close`; the response then ends, and
+ * Node.js closes the connection, once the client has closed its side or after LINGER_MS. Meanwhile what the client
+ * still sends is read and dropped. Closed at once, the bytes the client sent after the answer turn the close into a
+ * reset, and a client still writing may lose the answer: in two runs of the slow-client fault test, 22 and 2 of 200
+ * trickling clients did.
  */
-function closeAfterAnswer (request: FastifyRequest): void {
-  const { socket } = request.raw
-  request.raw.resume()
-  socket.end()
-  setTimeout(() => { socket.destroy() }, LINGER_MS).unref()
+function lingering (bytes: Buffer): Readable {
+  const answer = new Readable({ read () {} })
+  answer.push(bytes)
+  const timer = setTimeout(() => { answer.push(null) }, LINGER_MS)
+  answer.once('close', () => { clearTimeout(timer) })
+  return answer
 }

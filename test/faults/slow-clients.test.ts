@@ -140,12 +140,17 @@ function checkOthersServed (run: SlowRun, what: string): void {
 
 /**
  * A slow client's answer: refused (4xx, or 503 with Retry-After), or its connection closed, within HOOKS_BODY_TIMEOUT
- * plus as much again at most for the time the server was too busy to read (a loaded machine).
+ * plus as much again at most for the time the server was too busy to read (a loaded machine). A 408 or 503 ends the
+ * connection, its body cut short: the answer says `Connection: close`, so that a pooled client does not send on it.
  */
 function checkRefused (name: string, answer: SlowAnswer): void {
   const what = `${name}: ${answer.text.slice(0, 300) || 'closed without an answer'} after ${answer.ms.toFixed(0)} ms`
   assert.ok(answer.status === undefined || (answer.status >= 400 && answer.status !== 500), what)
   if (answer.status === 503) assert.match(answer.text, /\r\nretry-after: 1\r\n/i, what)
+  if (answer.status === 408 || answer.status === 503) {
+    assert.match(answer.text, /\r\nconnection: close\r\n/i, what)
+    assert.doesNotMatch(answer.text, /keep-alive/i, what)
+  }
   assert.ok(answer.ms < 2 * config.bodyTimeoutMs + 1000, `${what}: HOOKS_BODY_TIMEOUT is ${config.bodyTimeoutMs} ms`)
 }
 
