@@ -1,20 +1,24 @@
 import { HookError } from '../framework/errors.js'
 
 /**
- * Memory for request bodies, and how long a body may hold it: a scheduler with no timer, socket or clock of its own.
- * It reads the time from the clock it is given; each event returns what must happen (effects), which
+ * Who may use the memory for hook calls, and who waits or gives way: a scheduler with no timer, socket or clock of
+ * its own. It reads the time from the clock it is given; each event returns what must happen (effects), which
  * call-admission.ts carries out. The bounds it keeps:
  *
- * - Memory: the bodies held at once, arriving or not yet answered, take at most BODIES_HELD times HOOKS_BODY_LIMIT. A
- *   body with a Content-Length is read once that much is set aside for it, so that bodies arriving together never
- *   each hold a part and wait for one another; a chunked body is charged its bytes as they arrive. A body that does
- *   not fit waits, unread; as memory frees, the smallest waiting body goes first.
- * - Giving way: a body that has stalled (under PROGRESS_BYTES in the last STALL_MS) gives way, answered 408, when a
- *   waiting body needs its memory. A body that arrives at network speed never gives way.
- * - Time: a body has HOOKS_BODY_TIMEOUT to arrive from when it may be read (then 408). Time the server was too busy to
- *   read it (a long parse) is added back, up to as much again.
+ * - Memory: the bodies being received or not yet parsed, and the answers not yet taken by their clients, hold at most
+ *   BODIES_HELD times HOOKS_BODY_LIMIT. A body with a Content-Length is read once that much is set aside for it, so
+ *   that bodies arriving together never each hold a part and wait for one another; a chunked body is charged its
+ *   bytes as they arrive. A call that does not fit waits, unread; as memory frees, the smallest waiting call goes
+ *   first. An answer is charged once built, whatever is free (it exists already), until its client has taken it.
+ * - Giving way: a transfer that has stalled (under PROGRESS_BYTES in the last STALL_MS), a body still arriving or an
+ *   answer not yet taken, gives way when a waiting call needs its memory: the body is answered 408, the answer's
+ *   connection closed. A transfer at network speed never gives way.
+ * - Time: a body has HOOKS_BODY_TIMEOUT to arrive from when it may be read (then 408), an answer as long to be taken
+ *   (then its connection is closed). Time the server was too busy to read or write (a long parse) is added back, up
+ *   to as much again.
  * - Parsing: a body is parsed once it has arrived, and HOOKS_BODY_LIMIT of bodies at most are parsed and answered at
- *   once (any body alone), in arrival order, as parsing costs many times a body's bytes.
+ *   once (any body alone), in arrival order, as parsing costs many times a body's bytes. A body's memory and its
+ *   share of parsing are given back once its answer is built.
  * - Waiting: every wait for memory, to receive or to parse, lasts at most HOOKS_ADMISSION_TIMEOUT; then the call is
  *   answered 503 with Retry-After.
  */
@@ -27,7 +31,7 @@ import { HookError } from '../framework/errors.js'
 export const BODIES_HELD = 4
 
 /**
- * A body that received less than PROGRESS_BYTES over STALL_MS of the time the server could read it has stalled.
+ * A transfer that moved less than PROGRESS_BYTES over STALL_MS of the time the server could move it has stalled.
  * 16 KiB in 0.3 s is 53 KiB/s, a hundredth of what a body at HOOKS_BODY_LIMIT needs to arrive in HOOKS_BODY_TIMEOUT.
  */
 export const STALL_MS = 300
@@ -50,10 +54,10 @@ export interface AdmissionBounds {
 
 /**
  * Where a call is: waiting for memory (to start reading, or for a chunk already received), its body arriving, arrived,
- * waiting to be parsed, being parsed and answered, refused (holding nothing more, its refusal to be answered), or
- * ended.
+ * waiting to be parsed, being parsed and answered, its answer being taken, refused (holding nothing more, its refusal
+ * to be answered), or ended.
  */
-export type Phase = 'waiting' | 'reading' | 'arrived' | 'queued to parse' | 'parsing' | 'refused' | 'ended'
+export type Phase = 'waiting' | 'reading' | 'arrived' | 'queued to parse' | 'parsing' | 'sending' | 'refused' | 'ended'
 
 /** What the scheduler decided about a call. */
 export type Effect<C extends Call = Call> =
@@ -63,9 +67,13 @@ export type Effect<C extends Call = Call> =
   | { call: C, action: 'parse' }
   /** Answer it with `error` (408, 503): it holds nothing more. */
   | { call: C, action: 'refuse', error: HookError }
+  /** Its answer was not taken in time: close its connection. */
+  | { call: C, action: 'close', reason: string }
 
-/** A body's arrival: how much arrived, and when, on the wall clock and the readable one. */
+/** A body's arrival, or an answer's taking: how much moved, and when, on the wall clock and the readable one. */
 interface Transfer {
+  /** Its size when known: a Content-Length, an answer's bytes. */
+  size: number | undefined
   startedAt: number
   startedReadable: number
   done: number
@@ -81,7 +89,10 @@ export class Call {
   openedAt = 0
   /** Body bytes received. */
   received = 0
-  /** Memory it holds: its Content-Length, or the bytes it received, until it is answered. */
+  /**
+   * Memory it holds: its Content-Length, or the bytes it received, while its body arrives and waits to be answered;
+   * then its answer's bytes not taken yet.
+   */
   charged = 0
   /** Memory it waits for, in phase `waiting`: its Content-Length to start, or room for the chunk it received. */
   need = 0
@@ -89,7 +100,7 @@ export class Call {
   pendingBytes = 0
   /** When it started waiting, in phases `waiting` and `queued to parse`. */
   waitingSince = 0
-  /** Its body's arrival. */
+  /** Its body's arrival, then its answer's taking. */
   transfer: Transfer | undefined
 
   /** `announced`: the Content-Length, undefined for a chunked body. */
@@ -161,7 +172,28 @@ export class BodyAdmission<C extends Call = Call> {
     return this.settle([])
   }
 
-  /** The call is over: its answer sent, or its connection closed. Any number of times. */
+  /**
+   * The call's answer is built and handed to its connection: its body and its share of parsing are given back, and
+   * its answer's `bytes` are charged until its client has taken them (`taken`).
+   */
+  answered (call: C, bytes: number): Array<Effect<C>> {
+    if (call.phase === 'ended' || call.phase === 'sending') return []
+    this.release(call)
+    this.charge(call, bytes)
+    call.phase = 'sending'
+    call.transfer = this.transfer(bytes)
+    return this.settle([])
+  }
+
+  /** The call's client took `bytes` more of its answer. */
+  taken (call: C, bytes: number): Array<Effect<C>> {
+    if (call.phase !== 'sending') return []
+    this.charge(call, -Math.min(bytes, call.charged))
+    this.move(call, bytes)
+    return this.settle([])
+  }
+
+  /** The call is over: its answer taken, or its connection closed. Any number of times. */
   end (call: C): Array<Effect<C>> {
     if (call.phase === 'ended') return []
     this.release(call)
@@ -172,7 +204,7 @@ export class BodyAdmission<C extends Call = Call> {
 
   /**
    * Called every TICK_MS while there are calls: measures how late it comes (time the server was busy), then refuses
-   * what is past its deadline and lets stalled bodies give way to waiting calls.
+   * what is past its deadline and lets late transfers give way to waiting calls.
    */
   tick (): Array<Effect<C>> {
     const now = this.now()
@@ -181,32 +213,35 @@ export class BodyAdmission<C extends Call = Call> {
     const effects: Array<Effect<C>> = []
     const { bodyTimeoutMs, admissionTimeoutMs } = this.bounds
     for (const call of this.calls) {
-      if (call.phase === 'reading' && call.transfer !== undefined && this.overdue(call.transfer, now)) {
+      const overdue = call.transfer !== undefined && this.overdue(call.transfer, now)
+      if (call.phase === 'reading' && overdue) {
         this.refuse(call, effects, new HookError(408, `request body did not arrive within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)}): ` +
           'send the whole body at once, or raise HOOKS_BODY_TIMEOUT on the hook server if its network is that slow'))
+      } else if (call.phase === 'sending' && call.charged > 0 && overdue) {
+        this.close(call, effects, `its client did not take its answer within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)})`)
       } else if ((call.phase === 'waiting' || call.phase === 'queued to parse') && now - call.waitingSince >= admissionTimeoutMs) {
         const receive = call.phase === 'waiting'
         this.refuse(call, effects, new HookError(503, `no memory to ${receive ? 'receive' : 'parse'} the request body within HOOKS_ADMISSION_TIMEOUT ` +
-          `(${seconds(admissionTimeoutMs)}): ${receive ? 'the bodies of other calls hold it' : 'other bodies are being parsed'}; ` +
+          `(${seconds(admissionTimeoutMs)}): ${receive ? 'the bodies and answers of other calls hold it' : 'other bodies are being parsed'}; ` +
           `retry in ${RETRY_AFTER_SECONDS} s (Metacontroller retries by itself)`))
       }
     }
     return this.settle(effects)
   }
 
-  /** Now, less the time the server was busy: the clock bodies are judged by. */
+  /** Now, less the time the server was busy: the clock transfers are judged by. */
   private readable (now = this.now()): number {
     return now - this.busyMs
   }
 
-  private transfer (): Transfer {
+  private transfer (size: number | undefined): Transfer {
     const now = this.now()
     const readable = this.readable(now)
-    return { startedAt: now, startedReadable: readable, done: 0, sinceMark: 0, markedAt: readable }
+    return { size, startedAt: now, startedReadable: readable, done: 0, sinceMark: 0, markedAt: readable }
   }
 
   private move (call: C, bytes: number): void {
-    call.received += bytes
+    if (call.phase === 'reading') call.received += bytes
     const transfer = call.transfer
     if (transfer === undefined) return
     transfer.done += bytes
@@ -216,7 +251,7 @@ export class BodyAdmission<C extends Call = Call> {
     transfer.markedAt = this.readable()
   }
 
-  /** HOOKS_BODY_TIMEOUT has passed since the body started, plus the time the server was busy since, up to as much again. */
+  /** HOOKS_BODY_TIMEOUT has passed since the transfer started, plus the time the server was busy since, up to as much again. */
   private overdue (transfer: Transfer, now: number): boolean {
     const { bodyTimeoutMs } = this.bounds
     const elapsed = now - transfer.startedAt
@@ -224,8 +259,9 @@ export class BodyAdmission<C extends Call = Call> {
     return elapsed >= bodyTimeoutMs + Math.min(bodyTimeoutMs, busy)
   }
 
-  /** Under PROGRESS_BYTES over the last STALL_MS of readable time. */
+  /** Unfinished, and under PROGRESS_BYTES over the last STALL_MS of readable time. */
   private stalled (transfer: Transfer): boolean {
+    if (transfer.size !== undefined && transfer.done >= transfer.size) return false
     return this.readable() - transfer.markedAt >= STALL_MS
   }
 
@@ -248,7 +284,14 @@ export class BodyAdmission<C extends Call = Call> {
     effects.push({ call, action: 'refuse', error })
   }
 
-  /** Lets waiting calls read, the smallest first, making room from stalled bodies; then starts the parses that fit, in arrival order. */
+  private close (call: C, effects: Array<Effect<C>>, reason: string): void {
+    this.release(call)
+    call.phase = 'ended'
+    this.calls.delete(call)
+    effects.push({ call, action: 'close', reason })
+  }
+
+  /** Lets waiting calls read, the smallest first, making room from stalled transfers; then starts the parses that fit, in arrival order. */
   private settle (effects: Array<Effect<C>>): Array<Effect<C>> {
     for (let next = this.smallestWaiting(); next !== undefined; next = this.smallestWaiting()) {
       if (this.held + next.need > this.capacity && !this.makeRoom(next.need, effects)) break
@@ -272,22 +315,27 @@ export class BodyAdmission<C extends Call = Call> {
   private admit (call: C, effects: Array<Effect<C>>): void {
     this.charge(call, call.need)
     call.phase = 'reading'
-    if (call.pendingBytes === 0) call.transfer = this.transfer()
+    if (call.pendingBytes === 0) call.transfer = this.transfer(call.announced)
     else this.move(call, call.pendingBytes)
     call.need = call.pendingBytes = 0
     effects.push({ call, action: 'read' })
   }
 
-  /** Whether the stalled bodies hold `need` beyond what is free; if so, they give way, the oldest first, until it is. */
+  /** Whether the stalled transfers hold `need` beyond what is free; if so, they give way, the oldest first, until it is. */
   private makeRoom (need: number, effects: Array<Effect<C>>): boolean {
-    const stalled = [...this.calls].filter((call) => call.charged > 0 && call.phase === 'reading' && call.transfer !== undefined && this.stalled(call.transfer))
+    const stalled = [...this.calls].filter((call) => call.charged > 0 && (call.phase === 'reading' || call.phase === 'sending') &&
+      call.transfer !== undefined && this.stalled(call.transfer))
     if (this.held - stalled.reduce((sum, call) => sum + call.charged, 0) + need > this.capacity) return false
     const now = this.now()
     for (const call of stalled) {
       if (this.held + need <= this.capacity) break
-      const arrivingFor = ((now - (call.transfer?.startedAt ?? now)) / 1000).toFixed(1)
-      this.refuse(call, effects, new HookError(408, `request body stalled (under ${PROGRESS_BYTES / 1024} KiB in ${STALL_MS / 1000} s) after ${arrivingFor} s ` +
-        `while other calls waited for the memory it held (${BODIES_HELD} bodies of HOOKS_BODY_LIMIT at most): send the whole body at once, then retry`))
+      if (call.phase === 'sending') {
+        this.close(call, effects, `its client took under ${PROGRESS_BYTES / 1024} KiB of its answer in ${STALL_MS / 1000} s while other calls waited for the memory it held`)
+      } else {
+        const arrivingFor = ((now - (call.transfer?.startedAt ?? now)) / 1000).toFixed(1)
+        this.refuse(call, effects, new HookError(408, `request body stalled (under ${PROGRESS_BYTES / 1024} KiB in ${STALL_MS / 1000} s) after ${arrivingFor} s ` +
+          `while other calls waited for the memory it held (${BODIES_HELD} bodies of HOOKS_BODY_LIMIT at most): send the whole body at once, then retry`))
+      }
     }
     return true
   }

@@ -8,8 +8,8 @@ import { bodyTooLarge, parseBody, type BodyLimits, type ReceivedBody } from './r
 
 /**
  * The hook routes' side of body-admission.ts: each request's call, from its headers to the end of its answer. It reads
- * the body as the scheduler lets it, waits for its turn to parse, answers the scheduler's refusals (closing the
- * connection of a body cut short), and calls its `tick`.
+ * the body as the scheduler lets it, waits for its turn to parse, hands the answer over (sent in slices, so that what
+ * the client takes is counted), answers the scheduler's refusals, closes what it says to close, and calls its `tick`.
  */
 
 /** A request's call, with what carries out the scheduler's decisions about it. */
@@ -37,6 +37,9 @@ declare module 'fastify' {
   }
 }
 
+/** Answers larger than this are sent in slices of this size, each counted as taken once the socket has taken it. */
+export const SLICE_BYTES = 64 * 1024
+
 /** How long a connection whose body was cut short stays open after its answer: see `lingering`. */
 export const LINGER_MS = 1000
 
@@ -45,6 +48,8 @@ export interface CallAdmissionOptions {
   limits: BodyLimits
   /** A client that closed its connection before its body arrived or was parsed. */
   clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void
+  /** An answer whose connection was closed before the client took it. */
+  answerDropped: (request: FastifyRequest, reply: FastifyReply, reason: string) => void
   /** The scheduler's clock and ticker; the process's by default. */
   clock?: AdmissionClock
 }
@@ -77,12 +82,11 @@ export interface CallAdmission {
 
 /**
  * Sets up the admission of the calls of the routes of `fastify`'s context: their decorations, the JSON parser that
- * parses the body read, the `onSend` hook that closes the connection of a body cut short; returns the `preParsing`
- * hooks for the routes.
+ * parses the body read, the `onSend` hook that hands answers over; returns the `preParsing` hooks for the routes.
  * Fastify's own parser would collect, decode and scan every body before a route could answer a 304.
  */
 export function callAdmission (fastify: FastifyInstance, options: CallAdmissionOptions): CallAdmission {
-  const { limits, clientGone } = options
+  const { limits, clientGone, answerDropped } = options
   const clock = options.clock ?? processClock
   const scheduler = new BodyAdmission<HookCall>(options.bounds, clock.now)
   let stopTicking: (() => void) | undefined
@@ -96,6 +100,10 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
         case 'refuse':
           if (call.parseTurn !== undefined) call.parseTurn.reject(effect.error)
           else call.reader?.stop(effect.error)
+          break
+        case 'close':
+          answerDropped(call.request, call.reply, effect.reason)
+          call.reply.raw.destroy()
       }
     }
     // One ticker for every call, while there are calls.
@@ -127,11 +135,15 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
 
   fastify.addHook('onSend', async (request, reply, payload) => {
     const call = request.admission
-    if (call === null || !call.cutShort || (typeof payload !== 'string' && !Buffer.isBuffer(payload))) return payload
-    const bytes = Buffer.from(payload)
+    if (call === null) return payload
+    const length = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0
+    carryOut(scheduler.answered(call, length))
+    if (typeof payload !== 'string' && !Buffer.isBuffer(payload)) return payload
+    if (!call.cutShort && length <= SLICE_BYTES) return payload
+    reply.header('content-length', String(length))
+    if (!call.cutShort) return inSlices(Buffer.from(payload), (taken) => { carryOut(scheduler.taken(call, taken)) })
     reply.header('connection', 'close')
-    reply.header('content-length', String(bytes.length))
-    return lingering(bytes)
+    return lingering(Buffer.from(payload))
   })
 
   fastify.addHook('onClose', async () => { stopTicking?.() })
@@ -198,6 +210,21 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
       }
     }
   }
+}
+
+/** `bytes` in slices of SLICE_BYTES, each reported `taken` once the connection asks for the next. */
+function inSlices (bytes: Buffer, taken: (bytes: number) => void): Readable {
+  let offset = 0
+  let lastSlice = 0
+  return new Readable({
+    highWaterMark: 0,
+    read () {
+      if (lastSlice > 0) taken(lastSlice)
+      lastSlice = Math.min(SLICE_BYTES, bytes.length - offset)
+      this.push(lastSlice === 0 ? null : bytes.subarray(offset, offset + lastSlice))
+      offset += lastSlice
+    }
+  })
 }
 
 /**

@@ -43,6 +43,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     bounds: { limit: options.bodyLimit, bodyTimeoutMs: options.bodyTimeoutMs, admissionTimeoutMs: options.admissionTimeoutMs },
     limits,
     clientGone: telemetry.clientGone,
+    answerDropped: telemetry.answerDropped,
     clock: options.admissionClock
   })
 

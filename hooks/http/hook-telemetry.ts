@@ -49,6 +49,8 @@ export interface HookTelemetry {
   logCall: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
   /** A client that closed its connection before its body arrived or was parsed: said once, at info, and counted. */
   clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void
+  /** An answer whose connection was closed before its client took it: said once, at info, and counted as aborted. */
+  answerDropped: (request: FastifyRequest, reply: FastifyReply, reason: string) => void
 }
 
 export function hookTelemetry (fastify: FastifyInstance, metrics: Metrics): HookTelemetry {
@@ -103,6 +105,12 @@ export function hookTelemetry (fastify: FastifyInstance, metrics: Metrics): Hook
       if (controller === undefined || hook === undefined) return
       const durationMs = observe(controller, hook, 'aborted', reply)
       request.log.info({ controller, hook, outcome: 'aborted', bytesReceived: request.admission?.received, durationMs }, `${controller} ${hook} aborted: ${error.message}`)
+    },
+    answerDropped: (request, reply, reason) => {
+      const { controller, hook } = reply.routeOptions.config
+      if (controller === undefined || hook === undefined) return
+      const durationMs = observe(controller, hook, 'aborted', reply)
+      request.log.info({ controller, hook, outcome: 'aborted', statusCode: reply.statusCode, durationMs }, `${controller} ${hook} aborted: its connection was closed, its answer not taken: ${reason}`)
     }
   }
 }

@@ -117,8 +117,8 @@ export const ConfigurationSchema = Type.Object({
     exclusiveMaximum: WEBHOOK_TIMEOUT_SECONDS,
     expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 3 or 1.5)`,
     why: `a body must arrive in time for its answer to reach Metacontroller within the webhook timeout (${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`,
-    summary: 'seconds a request body may take to arrive',
-    details: 'Counted from the end of the request\'s headers to the last byte of its body; fractions are allowed (up to milliseconds). A body still arriving then is answered 408, its connection closed and what it held given back. Time the server spent on other work, unable to read the body, is added back, up to as much again: a client that sends slowly, or stops, holds a connection and the bytes it sent for at most twice this long. Metacontroller sends a body at once: raise it only for a network that cannot carry `HOOKS_BODY_LIMIT` in this time ([Architecture](architecture.md#slow-clients)).'
+    summary: 'seconds a request body may take to arrive, and an answer to be taken',
+    details: 'Counted from when the body may be read to its last byte; fractions are allowed (up to milliseconds). A body still arriving then is answered 408 with `Connection: close`, and what it held is given back. An answer the client has not taken whole this long after it was built has its connection closed. Time the server spent on other work, unable to read or send, is added back, up to as much again. Sooner than that, a body or answer that moves under 16 KiB in 0.3 s gives way when another call waits for the memory it holds. Metacontroller sends a body at once and reads its answer at once: raise it only for a network that cannot carry `HOOKS_BODY_LIMIT` in this time ([Architecture](architecture.md#slow-clients)).'
   }),
   HOOKS_ADMISSION_TIMEOUT: Type.Number({
     section: 'server',

@@ -8,6 +8,10 @@ import { fixture } from '../helpers/fixtures.js'
 import type { ServerProcess } from '../../dev/server-process.js'
 import { slowBody, wholeRequest, type SlowAnswer, type SlowBody } from '../helpers/slow-body.js'
 import { startHookServer, testSchema } from './hook-server.js'
+import { podSetParent, syncRequest } from '../../dev/api-server/podset-requests.js'
+import { hookContext } from '../../hooks/framework/controller.js'
+import { podSet } from '../../hooks/podset/index.js'
+import { syncPodSet } from '../../hooks/podset/sync.js'
 
 /**
  * Slow clients of every shape against the hook server as the Deployment runs it (the Node.js flags of its command,
@@ -169,4 +173,35 @@ test(`five clients of each of ${Object.keys(SHAPES).length} shapes of slow clien
     for (const answer of answers) checkRefused(name, answer)
   }
   assert.equal((await fetch(`${server.url}/healthz`)).status, 200)
+})
+
+/**
+ * A valid PodSet sync of exactly HOOKS_BODY_LIMIT whose answer is about 12 MB, more than the socket buffers between
+ * client and server hold.
+ */
+function limitSizedSync (): { body: Buffer, answerBytes: number } {
+  const spec = { replicas: 10_000, image: 'busybox:1.36', command: ['sh', '-c', 'x'.repeat(800)] }
+  const request = syncRequest(podSetParent({ spec }), [])
+  const answerBytes = JSON.stringify(syncPodSet(request, hookContext(podSet, request.parent, '2026-11-22T12:00:00Z', {}))).length
+  const text = JSON.stringify(request)
+  const padding = config.bodyLimit - text.length - ',"padding":""'.length
+  return { body: Buffer.from(`${text.slice(0, -1)},"padding":"${'a'.repeat(padding)}"}`), answerBytes }
+}
+
+test('clients that never read their answers stall no one, and their connections are closed', async (t) => {
+  const { body, answerBytes } = limitSizedSync()
+  assert.equal(body.length, config.bodyLimit)
+  assert.ok(answerBytes > 10e6, `the answer is ${answerBytes} bytes`)
+  const server = await hookServer(t)
+  const started = performance.now()
+  const readers = Array.from({ length: 4 }, () => slowBody({ port: server.port, path: '/podset/sync', length: body.length, content: body, burst: body.length, reads: false }))
+  const run = await underSlowClients(server, {}, 0, 8000)
+  report(t, run, 'four clients that never read')
+  checkOthersServed(run, 'four clients that never read')
+  const ms = performance.now() - started
+  for (const reader of readers) reader.read()
+  const answers = await Promise.all(readers.map(async (reader) => await Promise.race([reader.answered, sleep(5000).then(() => undefined)])))
+  const received = answers.map((answer) => answer?.text.length ?? 0)
+  t.diagnostic(`after ${(ms / 1000).toFixed(1)} s, the clients that never read had ${received.join(', ')} bytes of their ${answerBytes}-byte answers waiting, the rest dropped`)
+  for (const answer of answers) assert.ok(answer !== undefined && answer.text.length < answerBytes, 'the server closed the connection, the answer unread')
 })

@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { BODIES_HELD, BodyAdmission, Call, PROGRESS_BYTES, TICK_MS, type AdmissionBounds, type Effect, type Phase } from '../../hooks/http/body-admission.js'
+import { BODIES_HELD, BodyAdmission, Call, PROGRESS_BYTES, STALL_MS, TICK_MS, type AdmissionBounds, type Effect, type Phase } from '../../hooks/http/body-admission.js'
 import { FakeClock } from '../helpers/fake-clock.js'
 
 /**
  * hooks/http/body-admission.ts, on a fake clock: memory set aside for a Content-Length before a body is read, chunked
- * bodies charged the bytes they sent, stalled bodies giving way to waiting ones, parsing a body limit's worth at a
- * time, and every wait bounded; then the same properties over random interleavings.
+ * bodies charged the bytes they sent, late transfers giving way to waiting calls, parsing a body limit's worth at a
+ * time, answers charged until taken, and every wait bounded; then the same properties over random interleavings.
  */
 
 const LIMIT = 1024 * 1024
@@ -30,6 +30,7 @@ function harness (bounds: AdmissionBounds = BOUNDS) {
     for (const effect of effects) {
       decided.push(`${effect.call.name} ${effect.action}${effect.action === 'refuse' ? ` ${effect.error.statusCode}` : ''}`)
       if (effect.action === 'refuse') errors.set(effect.call.name, effect.error.message)
+      if (effect.action === 'close') errors.set(effect.call.name, effect.reason)
     }
   }
   clock.clock.every(TICK_MS, () => { record(scheduler.tick()) })
@@ -47,6 +48,8 @@ function harness (bounds: AdmissionBounds = BOUNDS) {
     receive: (call: Named, bytes: number) => { record(scheduler.received(call, bytes)) },
     arrive: (call: Named) => { record(scheduler.arrived(call)) },
     parse: (call: Named) => { record(scheduler.parse(call)) },
+    answer: (call: Named, bytes: number) => { record(scheduler.answered(call, bytes)) },
+    take: (call: Named, bytes: number) => { record(scheduler.taken(call, bytes)) },
     end: (call: Named) => { record(scheduler.end(call)) },
     /** A whole body of `bytes`, arrived and parsed. */
     parsed: (name: string, bytes: number): Named => {
@@ -61,7 +64,7 @@ function harness (bounds: AdmissionBounds = BOUNDS) {
 }
 
 test('a Content-Length is set aside before a byte arrives; a call that does not fit waits, unread, and the smallest waiting goes first', () => {
-  const { scheduler, decisions, open, receive, arrive, parse, end } = harness()
+  const { scheduler, decisions, open, receive, arrive, parse, answer, end } = harness()
   const first = open('first', 3.5 * LIMIT)
   assert.deepEqual(decisions(), ['first read'])
   assert.equal(scheduler.held, 3.5 * LIMIT)
@@ -74,20 +77,16 @@ test('a Content-Length is set aside before a byte arrives; a call that does not 
   arrive(first)
   parse(first)
   assert.deepEqual(decisions(), ['first parse'])
+  answer(first, 2.5 * LIMIT)
+  assert.deepEqual(decisions(), ['smaller read'], 'the body\'s memory is given back once its answer is built; the smaller waiting call goes first')
   end(first)
-  assert.deepEqual(decisions(), ['smaller read', 'large read'], 'both fit once the first is answered')
-  const holder = open('holder', CAPACITY - 2 * LIMIT - 200)
-  const big = open('big', 1000)
-  const little = open('little', 100)
-  assert.deepEqual(decisions(), ['holder read', 'little read'], 'the smaller one goes first, though it asked later')
-  assert.equal(big.phase, 'waiting')
-  for (const call of [holder, big, little]) end(call)
+  assert.deepEqual(decisions(), ['large read'])
   for (const call of [large, small, smaller]) end(call)
   assert.deepEqual([scheduler.held, scheduler.parsing, scheduler.calls.size], [0, 0, 0])
 })
 
 test('chunked bodies are charged the bytes they received; a chunk with no room waits, and is charged once there is', () => {
-  const { scheduler, decisions, open, receive, end, parsed } = harness()
+  const { scheduler, decisions, open, receive, end, parsed, answer } = harness()
   const trickling = Array.from({ length: 50 }, (_, index) => open(`t${index}`))
   for (const call of trickling) receive(call, 10)
   assert.equal(scheduler.held, 500)
@@ -96,9 +95,10 @@ test('chunked bodies are charged the bytes they received; a chunk with no room w
   assert.deepEqual(decisions(), ['holder read', 'holder parse'])
   receive(trickling[0] as Named, 100)
   assert.equal(trickling[0]?.phase, 'waiting', 'the chunk waits for room')
-  end(holder)
+  answer(holder, 0)
   assert.deepEqual(decisions(), ['t0 read'])
   assert.equal(trickling[0]?.received, 110)
+  end(holder)
   for (const call of trickling) end(call)
   assert.equal(scheduler.held, 0)
 })
@@ -138,13 +138,13 @@ test('a body at network speed never gives way, even when its bytes came in one g
 })
 
 test('bodies that have arrived, and bodies being parsed, never give way: a waiting call waits for their answers', () => {
-  const { clock, decisions, open, parsed, end } = harness()
+  const { clock, decisions, open, parsed, answer } = harness()
   const held = Array.from({ length: BODIES_HELD }, (_, index) => parsed(`held${index}`, LIMIT))
   decisions()
   const waiting = open('waiting', 1)
   clock.advance(1500)
   assert.deepEqual(decisions(), [])
-  end(held[0] as Named)
+  answer(held[0] as Named, 10)
   assert.deepEqual(decisions(), ['waiting read', 'held1 parse'])
   assert.equal(waiting.phase, 'reading')
 })
@@ -191,53 +191,82 @@ test('HOOKS_ADMISSION_TIMEOUT bounds each wait, for memory or to be parsed: 503 
   clock.advance(1000)
   assert.deepEqual(decisions(), ['waiting refuse 503'])
   assert.equal(waiting.phase, 'refused')
-  assert.match(errors.get('waiting') ?? '', /^no memory to receive the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\): the bodies of other calls hold it; retry in 1 s/)
+  assert.match(errors.get('waiting') ?? '', /^no memory to receive the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\): the bodies and answers of other calls hold it; retry in 1 s/)
   clock.advance(1000)
   assert.deepEqual(decisions(), ['holder refuse 503'])
   assert.match(errors.get('holder') ?? '', /^no memory to parse the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\): other bodies are being parsed/)
 })
 
-test('parsing: HOOKS_BODY_LIMIT of bodies at once, in arrival order, any body alone; each share given back once answered', () => {
-  const { decisions, parsed, end, scheduler } = harness()
+test('parsing: HOOKS_BODY_LIMIT of bodies at once, in arrival order, any body alone; each share given back once its answer is built', () => {
+  const { decisions, parsed, answer, scheduler } = harness()
   const huge = parsed('huge', LIMIT)
   const a = parsed('a', 600 * 1024)
   const b = parsed('b', 300 * 1024)
   const c = parsed('c', 200 * 1024)
   assert.deepEqual(decisions().filter((line) => line.endsWith('parse')), ['huge parse'])
-  end(huge)
+  answer(huge, 100)
   assert.deepEqual(decisions(), ['a parse', 'b parse'], 'c waits: 600 + 300 + 200 KiB pass the limit')
-  end(a)
+  answer(a, 100)
   assert.deepEqual(decisions(), ['c parse'])
-  end(b)
-  end(c)
+  answer(b, 100)
+  answer(c, 100)
   assert.equal(scheduler.parsing, 0)
+})
+
+test('answers are charged once built and given back as taken; one not taken within HOOKS_BODY_TIMEOUT is closed; one that stalls gives way to a waiting call', () => {
+  const { clock, decisions, errors, open, parsed, answer, take, scheduler } = harness()
+  const unread = parsed('unread', 100)
+  const reader = parsed('reader', 100)
+  answer(unread, 2 * LIMIT)
+  answer(reader, LIMIT)
+  take(unread, 1000)
+  assert.equal(scheduler.held, 3 * LIMIT - 1000)
+  decisions()
+  for (let ms = 0; ms < 2900; ms += 100) {
+    if (reader.charged > 0) take(reader, Math.min(reader.charged, 64 * 1024))
+    clock.advance(100)
+  }
+  assert.deepEqual(decisions(), [])
+  clock.advance(100)
+  assert.deepEqual(decisions(), ['unread close'])
+  assert.match(errors.get('unread') ?? '', /^its client did not take its answer within HOOKS_BODY_TIMEOUT \(3 s\)/)
+  assert.equal(scheduler.held, 0)
+
+  const stalled = parsed('stalled', 100)
+  answer(stalled, CAPACITY)
+  decisions()
+  const waiting = open('waiting', 100)
+  clock.advance(STALL_MS + TICK_MS)
+  assert.deepEqual(decisions(), ['stalled close', 'waiting read'])
+  assert.match(errors.get('stalled') ?? '', /^its client took under 16 KiB of its answer in 0.3 s while other calls waited for the memory it held/)
+  assert.equal(waiting.phase, 'reading')
 })
 
 /** A step of a random interleaving: an event of one of the calls, or time passing. */
 type Step =
   | { kind: 'open', call: number, announced: number | undefined }
-  | { kind: 'receive', call: number, bytes: number }
+  | { kind: 'receive' | 'answer' | 'take', call: number, bytes: number }
   | { kind: 'arrive' | 'parse' | 'end', call: number }
   | { kind: 'advance', ms: number, busy: boolean }
 
 const CALLS = 6
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('open' as const), call: fc.nat(CALLS - 1), announced: fc.option(fc.integer({ min: 0, max: LIMIT }), { nil: undefined }) }),
-  fc.record({ kind: fc.constant('receive' as const), call: fc.nat(CALLS - 1), bytes: fc.integer({ min: 0, max: LIMIT }) }),
+  fc.record({ kind: fc.constantFrom('receive' as const, 'answer' as const, 'take' as const), call: fc.nat(CALLS - 1), bytes: fc.integer({ min: 0, max: LIMIT }) }),
   fc.record({ kind: fc.constantFrom('arrive' as const, 'parse' as const, 'end' as const), call: fc.nat(CALLS - 1) }),
   fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 1500 }), busy: fc.boolean() })
 )
 
-test('over any interleaving of events and time: memory and parsing stay bounded, the books balance, and every wait and body ends in time', () => {
+test('over any interleaving of events and time: memory and parsing stay bounded, the books balance, and every wait and transfer ends in time', () => {
   fc.assert(fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
     const clock = new FakeClock()
     const scheduler = new BodyAdmission<Named>(BOUNDS, clock.now)
     const calls: Array<Named | undefined> = []
-    /** When each call started waiting or reading, for the bounds on each. */
+    /** When each call started waiting, reading or sending, for the bounds on each. */
     const since = new Map<Named, { phase: Phase, at: number }>()
     const check = (effects: Array<Effect<Named>>): void => {
       for (const effect of effects) {
-        const expected = { read: 'reading', parse: 'parsing', refuse: 'refused' }[effect.action]
+        const expected = { read: 'reading', parse: 'parsing', refuse: 'refused', close: 'ended' }[effect.action]
         assert.equal(effect.call.phase, expected, `${effect.call.name} ${effect.action}`)
         if (effect.action === 'refuse' && effect.error.statusCode === 503) {
           assert.ok(clock.time - effect.call.waitingSince >= BOUNDS.admissionTimeoutMs, 'a 503 comes no sooner than HOOKS_ADMISSION_TIMEOUT')
@@ -246,7 +275,8 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
       const live = [...scheduler.calls]
       assert.equal(scheduler.held, live.reduce((sum, call) => sum + call.charged, 0), 'held is what the calls hold')
       assert.ok(live.every((call) => call.charged >= 0 && (call.phase !== 'refused' || call.charged === 0)))
-      assert.ok(scheduler.held <= scheduler.capacity, `bodies hold ${scheduler.held} of ${scheduler.capacity}`)
+      const bodies = live.filter((call) => call.phase !== 'sending').reduce((sum, call) => sum + call.charged, 0)
+      assert.ok(bodies <= scheduler.capacity, `bodies hold ${bodies} of ${scheduler.capacity}`)
       const parsing = live.filter((call) => call.phase === 'parsing')
       assert.equal(scheduler.parsing, parsing.reduce((sum, call) => sum + call.received, 0))
       assert.ok(parsing.length <= 1 || scheduler.parsing <= LIMIT, 'a body limit\'s worth is parsed at once, or one body')
@@ -255,7 +285,7 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
         if (last?.phase !== call.phase) since.set(call, { phase: call.phase, at: clock.time })
         const { at } = since.get(call) as { at: number }
         // Busy time is added back up to as much again; a tick may come TICK_MS late.
-        if (call.phase === 'reading') assert.ok(clock.time - at < 2 * BOUNDS.bodyTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - at} ms`)
+        if (call.phase === 'reading' || (call.phase === 'sending' && call.charged > 0)) assert.ok(clock.time - at < 2 * BOUNDS.bodyTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - at} ms`)
         if (call.phase === 'waiting' || call.phase === 'queued to parse') assert.ok(clock.time - at < BOUNDS.admissionTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - at} ms`)
       }
     }
@@ -279,11 +309,18 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
       if (next.kind === 'arrive' && call.announced !== undefined && call.received !== call.announced) continue
       const effects = next.kind === 'receive'
         ? scheduler.received(call, next.bytes)
-        : next.kind === 'arrive' ? scheduler.arrived(call) : next.kind === 'parse' ? scheduler.parse(call) : scheduler.end(call)
+        : next.kind === 'answer'
+          ? scheduler.answered(call, next.bytes)
+          : next.kind === 'take'
+            ? scheduler.taken(call, next.bytes)
+            : next.kind === 'arrive' ? scheduler.arrived(call) : next.kind === 'parse' ? scheduler.parse(call) : scheduler.end(call)
       check(effects)
     }
-    // Left alone, every call ends up refused, but for those being parsed and those not yet asked to be.
+    // Left alone, every call ends up answered (its answer taken), refused or closed, but for those being parsed and
+    // those not yet asked to be.
     clock.advance(2 * BOUNDS.bodyTimeoutMs + 2 * BOUNDS.admissionTimeoutMs + 1000)
-    for (const call of scheduler.calls) assert.ok(['arrived', 'parsing', 'refused'].includes(call.phase), `${call.name} still ${call.phase}`)
+    for (const call of scheduler.calls) {
+      assert.ok(['arrived', 'parsing', 'refused'].includes(call.phase) || (call.phase === 'sending' && call.charged === 0), `${call.name} still ${call.phase}`)
+    }
   }), { numRuns: 2000 })
 })

@@ -2,9 +2,10 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setImmediate as turn } from 'node:timers/promises'
 import type { CompositeController } from '../../hooks/framework/controller.js'
-import { LINGER_MS } from '../../hooks/http/call-admission.js'
+import { LINGER_MS, SLICE_BYTES } from '../../hooks/http/call-admission.js'
 import { TICK_MS } from '../../hooks/http/body-admission.js'
 import { podSet } from '../../hooks/podset/index.js'
+import { podSetParent, syncRequest } from '../../dev/api-server/podset-requests.js'
 import { build, type TestApp } from '../helpers/app.js'
 import { FakeClock } from '../helpers/fake-clock.js'
 import { fixture } from '../helpers/fixtures.js'
@@ -12,7 +13,7 @@ import { slowBody } from '../helpers/slow-body.js'
 
 /**
  * hooks/http/call-admission.ts over real sockets, on a fake clock: the answers that carry the scheduler's refusals,
- * and the connections it closes.
+ * the connections it closes, and answers sent in slices.
  */
 
 async function listening (built: TestApp): Promise<number> {
@@ -93,4 +94,39 @@ test('a call that waits longer than HOOKS_ADMISSION_TIMEOUT to be parsed gets 50
   open()
   assert.equal((await holding).status, 200)
   waiting.close()
+})
+
+test('an answer larger than a slice is sent whole, in slices, with its Content-Length', async (t) => {
+  const built = await build(t, { databaseUrl: false, controllers: [podSet] })
+  const request = syncRequest(podSetParent({ spec: { replicas: 1000, image: 'busybox:1.36', command: ['sleep', '3600'] } }), [])
+  const response = await built.app.inject({ method: 'POST', url: '/podset/sync', payload: request })
+  assert.equal(response.statusCode, 200)
+  assert.ok(response.rawPayload.length > 4 * SLICE_BYTES, `${response.rawPayload.length} bytes`)
+  assert.equal(response.headers['content-length'], String(response.rawPayload.length))
+  assert.equal(response.headers['transfer-encoding'], undefined)
+  assert.equal(response.json().children.length, 1000)
+})
+
+test('a client that does not take its answer holds nothing of the parsing, and its connection is closed once it stalls while others wait', async (t) => {
+  const clock = new FakeClock()
+  const built = await build(t, { databaseUrl: false, controllers: [podSet], admissionClock: clock.clock, env: { HOOKS_BODY_LIMIT: '64Ki' }, logs: true })
+  const port = await listening(built)
+  // A body at the limit, whose answer (10,000 pods, 12 MB) is more than the sockets between client and server hold.
+  const request = syncRequest(podSetParent({ spec: { replicas: 10_000, image: 'busybox:1.36', command: ['sh', '-c', 'x'.repeat(800)] } }), [])
+  const text = JSON.stringify(request)
+  const body = Buffer.from(`${text.slice(0, -1)},"padding":"${'a'.repeat(64 * 1024 - text.length - ',"padding":""'.length)}"}`)
+  assert.equal(body.length, 64 * 1024)
+  const unread = slowBody({ port, path: '/podset/sync', length: body.length, content: body, burst: body.length, reads: false })
+  await clock.whenTicking()
+  let status: number | undefined
+  void post(port, '/podset/sync', podSetSync).then((response) => { status = response.status })
+  await until(clock, () => status !== undefined, 'the other call\'s answer')
+  assert.equal(status, 200)
+  unread.read()
+  const answer = await unread.answered
+  assert.equal(answer.status, 200)
+  assert.ok(answer.text.length < 12e6, `the client got ${answer.text.length} bytes of a 12 MB answer before its connection was closed`)
+  const dropped = built.logs().find((line) => line.msg.startsWith('podset sync aborted: its connection was closed, its answer not taken'))
+  assert.match(String(dropped?.msg), /its client took under 16 KiB of its answer in 0.3 s while other calls waited for the memory it held$/)
+  assert.deepEqual([dropped?.statusCode, dropped?.outcome], [200, 'aborted'])
 })
