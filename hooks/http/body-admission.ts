@@ -10,9 +10,10 @@ import { HookError } from '../framework/errors.js'
  *   that bodies arriving together never each hold a part and wait for one another; a chunked body is charged its
  *   bytes as they arrive. A call that does not fit waits, unread; as memory frees, the smallest waiting call goes
  *   first. An answer is charged once built, whatever is free (it exists already), until its client has taken it.
- * - Giving way: a transfer that has stalled (under PROGRESS_BYTES in the last STALL_MS), a body still arriving or an
- *   answer not yet taken, gives way when a waiting call needs its memory: the body is answered 408, the answer's
- *   connection closed. A transfer at network speed never gives way.
+ * - Giving way: a transfer that is late, a body still arriving or an answer not yet taken, gives way when a waiting
+ *   call needs its memory: the body is answered 408, the answer's connection closed. Late is stalled (under
+ *   PROGRESS_BYTES in the last STALL_MS) or, for a body with a Content-Length and for an answer, behind the pace that
+ *   ends it within HOOKS_BODY_TIMEOUT, after STALL_MS of grace. A transfer at network speed is never late.
  * - Time: a body has HOOKS_BODY_TIMEOUT to arrive from when it may be read (then 408), an answer as long to be taken
  *   (then its connection is closed). Time the server was too busy to read or write (a long parse) is added back, up
  *   to as much again.
@@ -259,10 +260,12 @@ export class BodyAdmission<C extends Call = Call> {
     return elapsed >= bodyTimeoutMs + Math.min(bodyTimeoutMs, busy)
   }
 
-  /** Unfinished, and under PROGRESS_BYTES over the last STALL_MS of readable time. */
-  private stalled (transfer: Transfer): boolean {
+  /** Stalled, or behind the pace that ends it HOOKS_BODY_TIMEOUT after it started (when its size is known), after STALL_MS of grace. */
+  private late (transfer: Transfer): boolean {
     if (transfer.size !== undefined && transfer.done >= transfer.size) return false
-    return this.readable() - transfer.markedAt >= STALL_MS
+    const readable = this.readable()
+    if (readable - transfer.markedAt >= STALL_MS) return true
+    return transfer.size !== undefined && transfer.done < transfer.size * (readable - transfer.startedReadable - STALL_MS) / this.bounds.bodyTimeoutMs
   }
 
   private charge (call: C, bytes: number): void {
@@ -291,7 +294,7 @@ export class BodyAdmission<C extends Call = Call> {
     effects.push({ call, action: 'close', reason })
   }
 
-  /** Lets waiting calls read, the smallest first, making room from stalled transfers; then starts the parses that fit, in arrival order. */
+  /** Lets waiting calls read, the smallest first, making room from late transfers; then starts the parses that fit, in arrival order. */
   private settle (effects: Array<Effect<C>>): Array<Effect<C>> {
     for (let next = this.smallestWaiting(); next !== undefined; next = this.smallestWaiting()) {
       if (this.held + next.need > this.capacity && !this.makeRoom(next.need, effects)) break
@@ -321,20 +324,21 @@ export class BodyAdmission<C extends Call = Call> {
     effects.push({ call, action: 'read' })
   }
 
-  /** Whether the stalled transfers hold `need` beyond what is free; if so, they give way, the oldest first, until it is. */
+  /** Whether the late transfers hold `need` beyond what is free; if so, they give way, the oldest first, until it is. */
   private makeRoom (need: number, effects: Array<Effect<C>>): boolean {
-    const stalled = [...this.calls].filter((call) => call.charged > 0 && (call.phase === 'reading' || call.phase === 'sending') &&
-      call.transfer !== undefined && this.stalled(call.transfer))
-    if (this.held - stalled.reduce((sum, call) => sum + call.charged, 0) + need > this.capacity) return false
-    const now = this.now()
-    for (const call of stalled) {
+    const late = [...this.calls].filter((call) => call.charged > 0 && (call.phase === 'reading' || call.phase === 'sending') &&
+      call.transfer !== undefined && this.late(call.transfer))
+    if (this.held - late.reduce((sum, call) => sum + call.charged, 0) + need > this.capacity) return false
+    const { bodyTimeoutMs } = this.bounds
+    for (const call of late) {
       if (this.held + need <= this.capacity) break
       if (call.phase === 'sending') {
-        this.close(call, effects, `its client took under ${PROGRESS_BYTES / 1024} KiB of its answer in ${STALL_MS / 1000} s while other calls waited for the memory it held`)
+        this.close(call, effects, `its client took under ${PROGRESS_BYTES / 1024} KiB of its answer in ${STALL_MS / 1000} s, or too little to take it ` +
+          `within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)}), while other calls waited for the memory it held`)
       } else {
-        const arrivingFor = ((now - (call.transfer?.startedAt ?? now)) / 1000).toFixed(1)
-        this.refuse(call, effects, new HookError(408, `request body stalled (under ${PROGRESS_BYTES / 1024} KiB in ${STALL_MS / 1000} s) after ${arrivingFor} s ` +
-          `while other calls waited for the memory it held (${BODIES_HELD} bodies of HOOKS_BODY_LIMIT at most): send the whole body at once, then retry`))
+        this.refuse(call, effects, new HookError(408, `request body arrived too slowly (under ${PROGRESS_BYTES / 1024} KiB in ${STALL_MS / 1000} s, ` +
+          `or too little to arrive within HOOKS_BODY_TIMEOUT, ${seconds(bodyTimeoutMs)}) while other calls waited for the memory it held: ` +
+          'send the whole body at once, then retry'))
       }
     }
     return true

@@ -54,6 +54,9 @@ const SHAPES: Record<string, Shape> = {
   'slow headers': (port, path) => slowBody({ port, path, length: config.bodyLimit, intervalMs: 250, slowHeaders: true })
 }
 
+/** Announces HOOKS_BODY_LIMIT and sends 17 KiB every 250 ms: just above what counted as stalled (16 KiB in 0.3 s). */
+const AT_THE_STALL_RATE: Shape = (port, path) => slowBody({ port, path, length: config.bodyLimit, burst: 17 * 1024, intervalMs: 250, step: 17 * 1024 })
+
 interface NormalCall {
   path: string
   /** undefined: no answer within GIVE_UP_MS. */
@@ -173,6 +176,22 @@ test(`five clients of each of ${Object.keys(SHAPES).length} shapes of slow clien
     for (const answer of answers) checkRefused(name, answer)
   }
   assert.equal((await fetch(`${server.url}/healthz`)).status, 200)
+})
+
+test('clients at the stall rate, announcing HOOKS_BODY_LIMIT and sending 17 KiB every 250 ms, stall no one: 4, 8 and 16 of them', async (t) => {
+  const server = await hookServer(t)
+  const runs = new Map<number, SlowRun>()
+  for (const count of [4, 8, 16]) {
+    const run = await underSlowClients(server, { 'at the stall rate': AT_THE_STALL_RATE }, count, 6000)
+    const answers = run.slow.get('at the stall rate') ?? []
+    t.diagnostic(`${count} at the stall rate: ${answers.length} answered (${counts(answers, (answer) => String(answer.status ?? 'closed'))}), each after ${Math.min(...answers.map((answer) => answer.ms)).toFixed(0)}-${Math.max(...answers.map((answer) => answer.ms)).toFixed(0)} ms`)
+    report(t, run, `${count} at the stall rate`)
+    runs.set(count, run)
+  }
+  for (const [count, run] of runs) {
+    checkOthersServed(run, `${count} at the stall rate`)
+    for (const answer of run.slow.get('at the stall rate') ?? []) checkRefused('at the stall rate', answer)
+  }
 })
 
 /**

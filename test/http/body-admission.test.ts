@@ -116,9 +116,26 @@ test('a body that stalls gives way (408) to a waiting call once it has moved und
     clock.advance(50)
   }
   assert.deepEqual(decisions(), ['stalled refuse 408', 'waiting read'])
-  assert.match(errors.get('stalled') ?? '', /^request body stalled \(under 16 KiB in 0.3 s\) after 0.\d s while other calls waited for the memory it held \(4 bodies of HOOKS_BODY_LIMIT at most\)/)
+  assert.match(errors.get('stalled') ?? '', /^request body arrived too slowly \(under 16 KiB in 0.3 s, or too little to arrive within HOOKS_BODY_TIMEOUT, 3 s\) while other calls waited for the memory it held/)
   assert.equal(arriving.phase, 'reading')
   assert.equal(waiting.phase, 'reading')
+})
+
+test('a body behind the pace that brings its last byte within HOOKS_BODY_TIMEOUT gives way after 0.3 s: 17 KiB every 250 ms of a Content-Length at the limit', () => {
+  const { clock, decisions, open, receive, scheduler } = harness({ ...BOUNDS, limit: 16 * 1024 ** 2 })
+  const slow = Array.from({ length: BODIES_HELD }, (_, index) => open(`slow${index}`, 16 * 1024 ** 2))
+  const normal = open('normal', 5000)
+  assert.equal(normal.phase, 'waiting')
+  decisions()
+  let waited = 0
+  while (normal.phase === 'waiting') {
+    if (waited % 250 === 0) for (const call of slow) receive(call, 17 * 1024)
+    clock.advance(50)
+    waited += 50
+  }
+  assert.ok(waited <= STALL_MS + TICK_MS, `waited ${waited} ms`)
+  assert.deepEqual(decisions(), ['slow0 refuse 408', 'normal read'], 'one gives way, enough for the waiting call')
+  assert.equal(scheduler.held, 3 * 16 * 1024 ** 2 + 5000)
 })
 
 test('a body at network speed never gives way, even when its bytes came in one gulp after the server was busy', () => {
@@ -238,7 +255,7 @@ test('answers are charged once built and given back as taken; one not taken with
   const waiting = open('waiting', 100)
   clock.advance(STALL_MS + TICK_MS)
   assert.deepEqual(decisions(), ['stalled close', 'waiting read'])
-  assert.match(errors.get('stalled') ?? '', /^its client took under 16 KiB of its answer in 0.3 s while other calls waited for the memory it held/)
+  assert.match(errors.get('stalled') ?? '', /^its client took under 16 KiB of its answer in 0.3 s, or too little to take it within HOOKS_BODY_TIMEOUT \(3 s\), while other calls waited for the memory it held/)
   assert.equal(waiting.phase, 'reading')
 })
 
