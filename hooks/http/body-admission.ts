@@ -2,8 +2,8 @@ import { HookError } from '../framework/errors.js'
 
 /**
  * Who may use the memory for hook calls, and who waits or gives way: a scheduler with no timer, socket or clock of
- * its own. It reads the time from the clock it is given; each event returns what must happen (effects), which
- * call-admission.ts carries out. The bounds it keeps:
+ * its own. It reads the time, and the time the server sat idle, from the clock it is given; each event returns what
+ * must happen (effects), which call-admission.ts carries out. The bounds it keeps:
  *
  * - Memory: the bodies being received or not yet parsed, and the answers not yet taken by their clients, hold at most
  *   BODIES_HELD times HOOKS_BODY_LIMIT. A body with a Content-Length is read once that much is set aside for it, so
@@ -13,10 +13,11 @@ import { HookError } from '../framework/errors.js'
  * - Giving way: a transfer that is late, a body still arriving or an answer not yet taken, gives way when a waiting
  *   call needs its memory: the body is answered 408, the answer's connection closed. Late is stalled (under
  *   PROGRESS_BYTES in the last STALL_MS) or, for a body with a Content-Length and for an answer, behind the pace that
- *   ends it within HOOKS_BODY_TIMEOUT, after STALL_MS of grace. A transfer at network speed is never late.
+ *   ends it within HOOKS_BODY_TIMEOUT, after STALL_MS of grace. Both are counted in the time the server sat idle,
+ *   waiting for bytes to read or room to write: time it spent on other work (a long parse) is no client's delay. A
+ *   transfer at network speed is never late.
  * - Time: a body has HOOKS_BODY_TIMEOUT to arrive from when it may be read (then 408), an answer as long to be taken
- *   (then its connection is closed). Time the server was too busy to read or write (a long parse) is added back, up
- *   to as much again.
+ *   (then its connection is closed). Time the server was busy meanwhile is added back, up to as much again.
  * - Parsing: a body is parsed once it has arrived, and HOOKS_BODY_LIMIT of bodies at most are parsed and answered at
  *   once (any body alone), in arrival order, as parsing costs many times a body's bytes. A body's memory and its
  *   share of parsing are given back once its answer is built.
@@ -38,11 +39,18 @@ export const BODIES_HELD = 4
 export const STALL_MS = 300
 export const PROGRESS_BYTES = 16 * 1024
 
-/** How often `tick` is to be called while there are calls: deadlines are checked, and time the server was busy measured. */
+/** How often `tick` is to be called while there are calls, to check deadlines. */
 export const TICK_MS = 100
 
 /** What a 503 asks the client to wait before it retries, in seconds. */
 export const RETRY_AFTER_SECONDS = 1
+
+/** The scheduler's clock, in milliseconds. */
+export interface SchedulerClock {
+  now: () => number
+  /** The time the server sat idle, waiting for I/O, since some fixed moment: the event loop's idle time. */
+  idle: () => number
+}
 
 export interface AdmissionBounds {
   /** HOOKS_BODY_LIMIT, in bytes. */
@@ -71,14 +79,14 @@ export type Effect<C extends Call = Call> =
   /** Its answer was not taken in time: close its connection. */
   | { call: C, action: 'close', reason: string }
 
-/** A body's arrival, or an answer's taking: how much moved, and when, on the wall clock and the readable one. */
+/** A body's arrival, or an answer's taking: how much moved, and when, on the wall clock and in idle time. */
 interface Transfer {
   /** Its size when known: a Content-Length, an answer's bytes. */
   size: number | undefined
   startedAt: number
-  startedReadable: number
+  startedIdle: number
   done: number
-  /** Bytes moved since it last moved PROGRESS_BYTES, and when (readable) that was. */
+  /** Bytes moved since it last moved PROGRESS_BYTES, and when (idle time) that was. */
   sinceMark: number
   markedAt: number
 }
@@ -119,20 +127,15 @@ export class BodyAdmission<C extends Call = Call> {
   parsing = 0
   /** The calls not ended, in the order they arrived. */
   readonly calls = new Set<C>()
-  /** Time the server was too busy to move bytes, summed: how much later than TICK_MS each tick came. */
-  busyMs = 0
-  private lastTick: number | undefined
 
-  constructor (readonly bounds: AdmissionBounds, private readonly now: () => number) {
+  constructor (readonly bounds: AdmissionBounds, private readonly clock: SchedulerClock) {
     this.capacity = BODIES_HELD * bounds.limit
   }
 
   /** A call whose headers have arrived: it may read at once (effect `read`), or waits for its Content-Length to fit. */
   open (call: C): Array<Effect<C>> {
-    const now = this.now()
-    if (this.calls.size === 0) this.lastTick = now
     this.calls.add(call)
-    call.openedAt = call.waitingSince = now
+    call.openedAt = call.waitingSince = this.clock.now()
     call.need = call.announced ?? 0
     return this.settle([])
   }
@@ -146,7 +149,7 @@ export class BodyAdmission<C extends Call = Call> {
     const more = Math.max(0, call.received + bytes - call.charged)
     if (more > 0 && this.held + more > this.capacity) {
       call.phase = 'waiting'
-      call.waitingSince = this.now()
+      call.waitingSince = this.clock.now()
       call.need = more
       call.pendingBytes = bytes
       return this.settle([])
@@ -169,7 +172,7 @@ export class BodyAdmission<C extends Call = Call> {
   parse (call: C): Array<Effect<C>> {
     if (call.phase !== 'arrived') return []
     call.phase = 'queued to parse'
-    call.waitingSince = this.now()
+    call.waitingSince = this.clock.now()
     return this.settle([])
   }
 
@@ -203,14 +206,9 @@ export class BodyAdmission<C extends Call = Call> {
     return this.settle([])
   }
 
-  /**
-   * Called every TICK_MS while there are calls: measures how late it comes (time the server was busy), then refuses
-   * what is past its deadline and lets late transfers give way to waiting calls.
-   */
+  /** Called every TICK_MS while there are calls: refuses what is past its deadline, and lets late transfers give way. */
   tick (): Array<Effect<C>> {
-    const now = this.now()
-    if (this.lastTick !== undefined) this.busyMs += Math.max(0, now - this.lastTick - TICK_MS)
-    this.lastTick = now
+    const now = this.clock.now()
     const effects: Array<Effect<C>> = []
     const { bodyTimeoutMs, admissionTimeoutMs } = this.bounds
     for (const call of this.calls) {
@@ -230,15 +228,9 @@ export class BodyAdmission<C extends Call = Call> {
     return this.settle(effects)
   }
 
-  /** Now, less the time the server was busy: the clock transfers are judged by. */
-  private readable (now = this.now()): number {
-    return now - this.busyMs
-  }
-
   private transfer (size: number | undefined): Transfer {
-    const now = this.now()
-    const readable = this.readable(now)
-    return { size, startedAt: now, startedReadable: readable, done: 0, sinceMark: 0, markedAt: readable }
+    const idle = this.clock.idle()
+    return { size, startedAt: this.clock.now(), startedIdle: idle, done: 0, sinceMark: 0, markedAt: idle }
   }
 
   private move (call: C, bytes: number): void {
@@ -249,23 +241,26 @@ export class BodyAdmission<C extends Call = Call> {
     transfer.sinceMark += bytes
     if (transfer.sinceMark < PROGRESS_BYTES) return
     transfer.sinceMark = 0
-    transfer.markedAt = this.readable()
+    transfer.markedAt = this.clock.idle()
   }
 
   /** HOOKS_BODY_TIMEOUT has passed since the transfer started, plus the time the server was busy since, up to as much again. */
   private overdue (transfer: Transfer, now: number): boolean {
     const { bodyTimeoutMs } = this.bounds
     const elapsed = now - transfer.startedAt
-    const busy = elapsed - (this.readable(now) - transfer.startedReadable)
+    const busy = elapsed - (this.clock.idle() - transfer.startedIdle)
     return elapsed >= bodyTimeoutMs + Math.min(bodyTimeoutMs, busy)
   }
 
-  /** Stalled, or behind the pace that ends it HOOKS_BODY_TIMEOUT after it started (when its size is known), after STALL_MS of grace. */
+  /**
+   * Stalled, or behind the pace that ends it HOOKS_BODY_TIMEOUT after it started (when its size is known), after
+   * STALL_MS of grace; in idle time.
+   */
   private late (transfer: Transfer): boolean {
     if (transfer.size !== undefined && transfer.done >= transfer.size) return false
-    const readable = this.readable()
-    if (readable - transfer.markedAt >= STALL_MS) return true
-    return transfer.size !== undefined && transfer.done < transfer.size * (readable - transfer.startedReadable - STALL_MS) / this.bounds.bodyTimeoutMs
+    const idle = this.clock.idle()
+    if (idle - transfer.markedAt >= STALL_MS) return true
+    return transfer.size !== undefined && transfer.done < transfer.size * (idle - transfer.startedIdle - STALL_MS) / this.bounds.bodyTimeoutMs
   }
 
   private charge (call: C, bytes: number): void {

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream'
 import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify'
 import { HookError } from '../framework/errors.js'
-import { BodyAdmission, Call, RETRY_AFTER_SECONDS, TICK_MS, type AdmissionBounds, type Effect } from './body-admission.js'
+import { BodyAdmission, Call, RETRY_AFTER_SECONDS, TICK_MS, type AdmissionBounds, type Effect, type SchedulerClock } from './body-admission.js'
 import { ClientGone, isJson, receiveBody, type BodyGate } from './body-reading.js'
 import type { RequestDigest } from './etag.js'
 import { bodyTooLarge, parseBody, type BodyLimits, type ReceivedBody } from './request-body.js'
@@ -54,21 +54,18 @@ export interface CallAdmissionOptions {
   clock?: AdmissionClock
 }
 
-/** What the scheduler's time comes from: a clock in milliseconds, and a way to run something every so many of them. */
-export interface AdmissionClock {
-  now: () => number
+/** What the scheduler's time comes from, and a way to run something every so many milliseconds. */
+export interface AdmissionClock extends SchedulerClock {
   /** Runs `run` every `ms` until the returned function is called. */
   every: (ms: number, run: () => void) => () => void
 }
 
-/**
- * The process's clock. A tick runs after the reads and writes that waited while the server was busy (setImmediate
- * comes after them), so that nothing is judged on bytes not yet read.
- */
+/** The process's clock; its idle time is the event loop's (time spent waiting for I/O). */
 export const processClock: AdmissionClock = {
   now: () => performance.now(),
+  idle: () => performance.eventLoopUtilization().idle,
   every: (ms, run) => {
-    const timer = setInterval(() => { setImmediate(run) }, ms).unref()
+    const timer = setInterval(run, ms).unref()
     return () => { clearInterval(timer) }
   }
 }
@@ -88,7 +85,7 @@ export interface CallAdmission {
 export function callAdmission (fastify: FastifyInstance, options: CallAdmissionOptions): CallAdmission {
   const { limits, clientGone, answerDropped } = options
   const clock = options.clock ?? processClock
-  const scheduler = new BodyAdmission<HookCall>(options.bounds, clock.now)
+  const scheduler = new BodyAdmission<HookCall>(options.bounds, clock)
   let stopTicking: (() => void) | undefined
 
   const carryOut = (effects: Array<Effect<HookCall>>): void => {
@@ -96,7 +93,9 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
       const { call } = effect
       switch (effect.action) {
         case 'read': call.reader?.go(); break
-        case 'parse': call.parseTurn?.resolve(); break
+        // The parse waits for what the connections have brought meanwhile: parses handed on from one answer to the
+        // next would otherwise run back to back, and no body or new call would be read until the last.
+        case 'parse': setImmediate(() => { call.parseTurn?.resolve() }); break
         case 'refuse':
           if (call.parseTurn !== undefined) call.parseTurn.reject(effect.error)
           else call.reader?.stop(effect.error)

@@ -1,18 +1,19 @@
 import type { AdmissionClock } from '../../hooks/http/call-admission.js'
 
 /**
- * Time that passes only when a test says so, for the admission of bodies (hooks/http/body-admission.ts): `now` for
- * the scheduler, `clock` for the app, whose ticker runs when `advance` passes its interval.
+ * Time that passes only when a test says so, for the admission of bodies (hooks/http/body-admission.ts): `clock`
+ * for the scheduler and the app, whose ticker runs when `advance` passes its interval. The server is idle while time
+ * passes, unless `advance` says it is busy.
  */
 export class FakeClock {
   time = 0
+  idleTime = 0
   private readonly tickers = new Set<{ ms: number, next: number, run: () => void }>()
   private started: (() => void) | undefined
 
-  readonly now = (): number => this.time
-
   readonly clock: AdmissionClock = {
-    now: this.now,
+    now: () => this.time,
+    idle: () => this.idleTime,
     every: (ms, run) => {
       const ticker = { ms, next: this.time + ms, run }
       this.tickers.add(ticker)
@@ -35,7 +36,7 @@ export class FakeClock {
 
   /**
    * Moves time on by `ms`, running each ticker at each of its times on the way. `busy`: the server was too busy to
-   * run them meanwhile, so they run once, at the end.
+   * run them, or to read or write, meanwhile: its idle time stands still, and the tickers run once, at the end.
    */
   advance (ms: number, busy = false): void {
     const until = this.time + ms
@@ -50,10 +51,12 @@ export class FakeClock {
     for (;;) {
       const due = [...this.tickers].filter((ticker) => ticker.next <= until).sort((a, b) => a.next - b.next)[0]
       if (due === undefined) break
+      this.idleTime += due.next - this.time
       this.time = due.next
       due.next += due.ms
       due.run()
     }
+    this.idleTime += until - this.time
     this.time = until
   }
 }
