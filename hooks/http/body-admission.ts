@@ -11,7 +11,8 @@ import { HookError } from '../framework/errors.js'
  *   bytes as they arrive. A call that does not fit waits, unread; as memory frees, the smallest waiting call goes
  *   first. An answer is charged once built, whatever is free (it exists already), until its client has taken it.
  * - Giving way: a transfer that is late, a body still arriving or an answer not yet taken, gives way when a waiting
- *   call needs its memory: the body is answered 408, the answer's connection closed. Late is stalled (under
+ *   call that needs less than it holds needs its memory: the body is answered 408, the answer's connection closed.
+ *   Giving way to a call as large would only trade one large transfer for another. Late is stalled (under
  *   PROGRESS_BYTES in the last STALL_MS) or, for a body with a Content-Length and for an answer, behind the pace that
  *   ends it within HOOKS_BODY_TIMEOUT, after STALL_MS of grace. Both are counted in the time the server sat idle,
  *   waiting for bytes to read or room to write: time it spent on other work (a long parse) is no client's delay. A
@@ -319,9 +320,12 @@ export class BodyAdmission<C extends Call = Call> {
     effects.push({ call, action: 'read' })
   }
 
-  /** Whether the late transfers hold `need` beyond what is free; if so, they give way, the oldest first, until it is. */
+  /**
+   * Whether the late transfers that hold more than `need` hold what it lacks; if so, they give way, the oldest first,
+   * until it fits.
+   */
   private makeRoom (need: number, effects: Array<Effect<C>>): boolean {
-    const late = [...this.calls].filter((call) => call.charged > 0 && (call.phase === 'reading' || call.phase === 'sending') &&
+    const late = [...this.calls].filter((call) => call.charged > need && (call.phase === 'reading' || call.phase === 'sending') &&
       call.transfer !== undefined && this.late(call.transfer))
     if (this.held - late.reduce((sum, call) => sum + call.charged, 0) + need > this.capacity) return false
     const { bodyTimeoutMs } = this.bounds

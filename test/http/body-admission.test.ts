@@ -138,6 +138,19 @@ test('a body behind the pace that brings its last byte within HOOKS_BODY_TIMEOUT
   assert.equal(scheduler.held, 3 * 16 * 1024 ** 2 + 5000)
 })
 
+test('a late body gives way only to a call that needs less than it holds: one as large waits for it to end', () => {
+  const { clock, decisions, open } = harness({ ...BOUNDS, limit: 16 * 1024 ** 2 })
+  for (let held = 0; held < BODIES_HELD; held++) open(`held${held}`, 16 * 1024 ** 2)
+  const large = open('large', 16 * 1024 ** 2)
+  decisions()
+  clock.advance(1000)
+  assert.deepEqual(decisions(), [], 'the bodies held have stalled, but giving way to one as large would gain nothing')
+  open('small', 5000)
+  clock.advance(TICK_MS)
+  assert.deepEqual(decisions(), ['held0 refuse 408', 'small read'])
+  assert.equal(large.phase, 'waiting')
+})
+
 test('a body at network speed never gives way, even when its bytes came in one gulp after the server was busy', () => {
   const { clock, decisions, open, receive, arrive } = harness()
   const fast = open('fast', CAPACITY)
