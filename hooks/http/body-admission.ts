@@ -20,10 +20,10 @@ import { HookError } from '../framework/errors.js'
  * - Time: a body has HOOKS_BODY_TIMEOUT to arrive from when it may be read (then 408), an answer as long to be taken
  *   (then its connection is closed). Time the server was busy meanwhile is added back, up to as much again.
  * - Parsing: a body is parsed once it has arrived, and HOOKS_BODY_LIMIT of bodies at most are parsed and answered at
- *   once (any body alone), in arrival order, as parsing costs many times a body's bytes. A body's memory and its
- *   share of parsing are given back once its answer is built.
- * - Waiting: every wait for memory, to receive or to parse, lasts at most HOOKS_ADMISSION_TIMEOUT; then the call is
- *   answered 503 with Retry-After.
+ *   once (any body alone), the first that fits in arrival order, as parsing costs many times a body's bytes. A body's
+ *   memory and its share of parsing are given back once its answer is built.
+ * - Waiting: a call still waiting, for memory or to be parsed, HOOKS_ADMISSION_TIMEOUT after its arrival is answered
+ *   503 with Retry-After.
  */
 
 /**
@@ -108,8 +108,6 @@ export class Call {
   need = 0
   /** The bytes of the chunk it waits with (0: it waits to start). */
   pendingBytes = 0
-  /** When it started waiting, in phases `waiting` and `queued to parse`. */
-  waitingSince = 0
   /** Its body's arrival, then its answer's taking. */
   transfer: Transfer | undefined
 
@@ -136,7 +134,7 @@ export class BodyAdmission<C extends Call = Call> {
   /** A call whose headers have arrived: it may read at once (effect `read`), or waits for its Content-Length to fit. */
   open (call: C): Array<Effect<C>> {
     this.calls.add(call)
-    call.openedAt = call.waitingSince = this.clock.now()
+    call.openedAt = this.clock.now()
     call.need = call.announced ?? 0
     return this.settle([])
   }
@@ -150,7 +148,6 @@ export class BodyAdmission<C extends Call = Call> {
     const more = Math.max(0, call.received + bytes - call.charged)
     if (more > 0 && this.held + more > this.capacity) {
       call.phase = 'waiting'
-      call.waitingSince = this.clock.now()
       call.need = more
       call.pendingBytes = bytes
       return this.settle([])
@@ -173,7 +170,6 @@ export class BodyAdmission<C extends Call = Call> {
   parse (call: C): Array<Effect<C>> {
     if (call.phase !== 'arrived') return []
     call.phase = 'queued to parse'
-    call.waitingSince = this.clock.now()
     return this.settle([])
   }
 
@@ -219,10 +215,10 @@ export class BodyAdmission<C extends Call = Call> {
           'send the whole body at once, or raise HOOKS_BODY_TIMEOUT on the hook server if its network is that slow'))
       } else if (call.phase === 'sending' && call.charged > 0 && overdue) {
         this.close(call, effects, `its client did not take its answer within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)})`)
-      } else if ((call.phase === 'waiting' || call.phase === 'queued to parse') && now - call.waitingSince >= admissionTimeoutMs) {
+      } else if ((call.phase === 'waiting' || call.phase === 'queued to parse') && now - call.openedAt >= admissionTimeoutMs) {
         const receive = call.phase === 'waiting'
         this.refuse(call, effects, new HookError(503, `no memory to ${receive ? 'receive' : 'parse'} the request body within HOOKS_ADMISSION_TIMEOUT ` +
-          `(${seconds(admissionTimeoutMs)}): ${receive ? 'the bodies and answers of other calls hold it' : 'other bodies are being parsed'}; ` +
+          `(${seconds(admissionTimeoutMs)}) of its arrival: ${receive ? 'the bodies and answers of other calls hold it' : 'other bodies are being parsed'}; ` +
           `retry in ${RETRY_AFTER_SECONDS} s (Metacontroller retries by itself)`))
       }
     }
@@ -296,8 +292,8 @@ export class BodyAdmission<C extends Call = Call> {
       if (this.held + next.need > this.capacity && !this.makeRoom(next.need, effects)) break
       this.admit(next, effects)
     }
-    for (const call of [...this.calls].filter((waiting) => waiting.phase === 'queued to parse').sort((a, b) => a.waitingSince - b.waitingSince)) {
-      if (!(this.parsing === 0 || this.parsing + call.received <= this.bounds.limit)) break
+    for (const call of this.calls) {
+      if (call.phase !== 'queued to parse' || !(this.parsing === 0 || this.parsing + call.received <= this.bounds.limit)) continue
       call.phase = 'parsing'
       this.parsing += call.received
       effects.push({ call, action: 'parse' })

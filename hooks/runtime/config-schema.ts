@@ -122,13 +122,13 @@ export const ConfigurationSchema = Type.Object({
   }),
   HOOKS_ADMISSION_TIMEOUT: Type.Number({
     section: 'server',
-    default: 2,
+    default: 6,
     exclusiveMinimum: 0,
     exclusiveMaximum: WEBHOOK_TIMEOUT_SECONDS,
-    expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 2 or 0.5)`,
+    expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 6 or 4.5)`,
     why: `a call must be answered, if only with 503, before Metacontroller gives up on it (webhook timeout ${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`,
-    summary: 'seconds a hook call may wait for memory for its body',
-    details: 'A call waits when the memory for bodies is held by bodies that have arrived, to receive its own, or when other bodies are being parsed, to parse it; fractions are allowed. A call that waits longer is answered 503 with `Retry-After: 1`, and Metacontroller retries it ([Architecture](architecture.md#slow-clients)).'
+    summary: 'seconds after its arrival a hook call may still wait for memory for its body',
+    details: 'A call waits when the memory for bodies and answers is held, to receive its body, or when other bodies are being parsed, to parse it; fractions are allowed. A call still waiting this long after its headers arrived is answered 503 with `Retry-After: 1`, and Metacontroller retries it. The default leaves the call time to be parsed and answered within the webhook timeout; it lets sixteen 2,000-pod PodSet syncs (11 MB) sent at once all be answered ([Architecture](architecture.md#slow-clients)).'
   }),
   HOOKS_SHUTDOWN_TIMEOUT: seconds({
     section: 'server',

@@ -12,7 +12,7 @@ import { FakeClock } from '../helpers/fake-clock.js'
 
 const LIMIT = 1024 * 1024
 const CAPACITY = BODIES_HELD * LIMIT
-const BOUNDS: AdmissionBounds = { limit: LIMIT, bodyTimeoutMs: 3000, admissionTimeoutMs: 2000 }
+const BOUNDS: AdmissionBounds = { limit: LIMIT, bodyTimeoutMs: 3000, admissionTimeoutMs: 6000 }
 
 class Named extends Call {
   constructor (readonly name: string, announced: number | undefined) {
@@ -157,8 +157,8 @@ test('a body at network speed never gives way, even when its bytes came in one g
   receive(fast, 1000)
   const waiting = open('waiting', 1000)
   decisions()
-  // The server parsed something for 1.5 s: its ticks come late, and the body's bytes wait to be read.
-  clock.advance(1500, true)
+  // The server parsed something for 2 s: its ticks come late, and the body's bytes wait to be read.
+  clock.advance(2000, true)
   assert.deepEqual(decisions(), [])
   receive(fast, CAPACITY - 1000)
   clock.advance(TICK_MS)
@@ -189,7 +189,7 @@ test('bodies that have arrived, and bodies being parsed, never give way: a waiti
   const held = Array.from({ length: BODIES_HELD }, (_, index) => parsed(`held${index}`, LIMIT))
   decisions()
   const waiting = open('waiting', 1)
-  clock.advance(1500)
+  clock.advance(2000)
   assert.deepEqual(decisions(), [])
   answer(held[0] as Named, 10)
   assert.deepEqual(decisions(), ['waiting read', 'held1 parse'])
@@ -224,37 +224,37 @@ test('HOOKS_BODY_TIMEOUT: a body still arriving then gets 408; time the server w
   assert.deepEqual(decisions(), ['blocked refuse 408'], 'but no more than 3 s are added')
 })
 
-test('HOOKS_ADMISSION_TIMEOUT bounds each wait, for memory or to be parsed: 503 then', () => {
-  const { clock, decisions, errors, open, receive, arrive, parse, parsed } = harness()
+test('HOOKS_ADMISSION_TIMEOUT counts from a call\'s arrival: 503 for one still waiting then, for memory or to be parsed', () => {
+  const { clock, decisions, errors, open, receive, arrive, parse, parsed } = harness({ ...BOUNDS, admissionTimeoutMs: 2000 })
   parsed('big', LIMIT)
   const holder = open('holder', CAPACITY - LIMIT)
   receive(holder, CAPACITY - LIMIT)
   arrive(holder)
   decisions()
   const waiting = open('waiting', 10)
+  const late = open('late', 10)
   clock.advance(1000)
   parse(holder)
   assert.deepEqual(decisions(), [])
   clock.advance(1000)
-  assert.deepEqual(decisions(), ['waiting refuse 503'])
+  assert.deepEqual(decisions(), ['holder refuse 503', 'waiting refuse 503', 'late refuse 503'])
   assert.equal(waiting.phase, 'refused')
-  assert.match(errors.get('waiting') ?? '', /^no memory to receive the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\): the bodies and answers of other calls hold it; retry in 1 s/)
-  clock.advance(1000)
-  assert.deepEqual(decisions(), ['holder refuse 503'])
-  assert.match(errors.get('holder') ?? '', /^no memory to parse the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\): other bodies are being parsed/)
+  assert.equal(late.phase, 'refused')
+  assert.match(errors.get('waiting') ?? '', /^no memory to receive the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\) of its arrival: the bodies and answers of other calls hold it; retry in 1 s/)
+  assert.match(errors.get('holder') ?? '', /^no memory to parse the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\) of its arrival: other bodies are being parsed/)
 })
 
-test('parsing: HOOKS_BODY_LIMIT of bodies at once, in arrival order, any body alone; each share given back once its answer is built', () => {
+test('parsing: HOOKS_BODY_LIMIT of bodies at once, the first that fits in arrival order, any body alone; each share given back once its answer is built', () => {
   const { decisions, parsed, answer, scheduler } = harness()
   const huge = parsed('huge', LIMIT)
   const a = parsed('a', 600 * 1024)
-  const b = parsed('b', 300 * 1024)
-  const c = parsed('c', 200 * 1024)
+  const b = parsed('b', 500 * 1024)
+  const c = parsed('c', 300 * 1024)
   assert.deepEqual(decisions().filter((line) => line.endsWith('parse')), ['huge parse'])
   answer(huge, 100)
-  assert.deepEqual(decisions(), ['a parse', 'b parse'], 'c waits: 600 + 300 + 200 KiB pass the limit')
+  assert.deepEqual(decisions(), ['a parse', 'c parse'], 'b does not fit beside a; c does')
   answer(a, 100)
-  assert.deepEqual(decisions(), ['c parse'])
+  assert.deepEqual(decisions(), ['b parse'])
   answer(b, 100)
   answer(c, 100)
   assert.equal(scheduler.parsing, 0)
@@ -316,7 +316,7 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
         const expected = { read: 'reading', parse: 'parsing', refuse: 'refused', close: 'ended' }[effect.action]
         assert.equal(effect.call.phase, expected, `${effect.call.name} ${effect.action}`)
         if (effect.action === 'refuse' && effect.error.statusCode === 503) {
-          assert.ok(clock.time - effect.call.waitingSince >= BOUNDS.admissionTimeoutMs, 'a 503 comes no sooner than HOOKS_ADMISSION_TIMEOUT')
+          assert.ok(clock.time - effect.call.openedAt >= BOUNDS.admissionTimeoutMs, 'a 503 comes no sooner than HOOKS_ADMISSION_TIMEOUT')
         }
       }
       const live = [...scheduler.calls]
@@ -333,7 +333,7 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
         const { at } = since.get(call) as { at: number }
         // Busy time is added back up to as much again; a tick may come TICK_MS late.
         if (call.phase === 'reading' || (call.phase === 'sending' && call.charged > 0)) assert.ok(clock.time - at < 2 * BOUNDS.bodyTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - at} ms`)
-        if (call.phase === 'waiting' || call.phase === 'queued to parse') assert.ok(clock.time - at < BOUNDS.admissionTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - at} ms`)
+        if (call.phase === 'waiting' || call.phase === 'queued to parse') assert.ok(clock.time - call.openedAt < BOUNDS.admissionTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - call.openedAt} ms`)
       }
     }
     clock.clock.every(TICK_MS, () => { check(scheduler.tick()) })
@@ -365,7 +365,7 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
     }
     // Left alone, every call ends up answered (its answer taken), refused or closed, but for those being parsed and
     // those not yet asked to be.
-    clock.advance(2 * BOUNDS.bodyTimeoutMs + 2 * BOUNDS.admissionTimeoutMs + 1000)
+    clock.advance(2 * BOUNDS.bodyTimeoutMs + BOUNDS.admissionTimeoutMs + 1000)
     for (const call of scheduler.calls) {
       assert.ok(['arrived', 'parsing', 'refused'].includes(call.phase) || (call.phase === 'sending' && call.charged === 0), `${call.name} still ${call.phase}`)
     }

@@ -73,7 +73,7 @@ function gatedPodSet (): { controller: CompositeController<any>, open: () => voi
   return { controller, open }
 }
 
-test('a call that waits longer than HOOKS_ADMISSION_TIMEOUT to be parsed gets 503 with Retry-After, on a connection kept alive', async (t) => {
+test('a call still waiting to be parsed HOOKS_ADMISSION_TIMEOUT after its arrival gets 503 with Retry-After, on a connection kept alive', async (t) => {
   const clock = new FakeClock()
   const { controller, open } = gatedPodSet()
   const built = await build(t, { databaseUrl: false, controllers: [controller], admissionClock: clock.clock, env: { HOOKS_BODY_LIMIT: '8Ki', HOOKS_ADMISSION_TIMEOUT: '2' } })
@@ -89,7 +89,7 @@ test('a call that waits longer than HOOKS_ADMISSION_TIMEOUT to be parsed gets 50
   assert.equal(answer.status, 503, answer.text)
   assert.match(answer.text, /\r\nretry-after: 1\r\n/i)
   assert.match(answer.text, /\r\nconnection: keep-alive\r\n/i)
-  assert.match(answer.text, /"message":"no memory to parse the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\): other bodies are being parsed; retry in 1 s \(Metacontroller retries by itself\)"/)
+  assert.match(answer.text, /"message":"no memory to parse the request body within HOOKS_ADMISSION_TIMEOUT \(2 s\) of its arrival: other bodies are being parsed; retry in 1 s \(Metacontroller retries by itself\)"/)
   assert.ok(clock.time >= 2000)
   open()
   assert.equal((await holding).status, 200)
