@@ -50,6 +50,11 @@ export interface CallAdmissionOptions {
   clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void
   /** An answer whose connection was closed before the client took it. */
   answerDropped: (request: FastifyRequest, reply: FastifyReply, reason: string) => void
+  /**
+   * A refusal of a body cut short whose connection closed before its answer ended (the client closed its side once it
+   * had the answer): fastify runs no `onResponse` hook for it.
+   */
+  refusalClosed: (request: FastifyRequest, reply: FastifyReply) => void
   /** The scheduler's clock and ticker; the process's by default. */
   clock?: AdmissionClock
 }
@@ -83,7 +88,7 @@ export interface CallAdmission {
  * Fastify's own parser would collect, decode and scan every body before a route could answer a 304.
  */
 export function callAdmission (fastify: FastifyInstance, options: CallAdmissionOptions): CallAdmission {
-  const { limits, clientGone, answerDropped } = options
+  const { limits, clientGone, answerDropped, refusalClosed } = options
   const clock = options.clock ?? processClock
   const scheduler = new BodyAdmission<HookCall>(options.bounds, clock)
   let stopTicking: (() => void) | undefined
@@ -142,6 +147,7 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
     reply.header('content-length', String(length))
     if (!call.cutShort) return inSlices(Buffer.from(payload), (taken) => { carryOut(scheduler.taken(call, taken)) })
     reply.header('connection', 'close')
+    reply.raw.once('close', () => { if (!reply.raw.writableFinished) refusalClosed(request, reply) })
     return lingering(Buffer.from(payload))
   })
 

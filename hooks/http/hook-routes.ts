@@ -44,6 +44,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     limits,
     clientGone: telemetry.clientGone,
     answerDropped: telemetry.answerDropped,
+    refusalClosed: (request, reply) => { void telemetry.logCall(request, reply) },
     clock: options.admissionClock
   })
 

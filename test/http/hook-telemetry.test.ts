@@ -93,7 +93,7 @@ function sample (metrics: string, name: string, labels: string): number | undefi
 }
 
 test('an answer is counted by its Ready status and reason, a refusal (422, 400, 408) by its status code', async (t) => {
-  const built = await build(t, { databaseUrl: false, controllers: [podSet], env: { HOOKS_BODY_TIMEOUT: '0.2' } })
+  const built = await build(t, { databaseUrl: false, controllers: [podSet], env: { HOOKS_BODY_TIMEOUT: '0.2' }, logs: true })
   const send = async (body: string): Promise<number> =>
     (await built.app.inject({ method: 'POST', url: '/podset/sync', headers: { 'content-type': 'application/json' }, payload: body })).statusCode
   const invalid = fixture('podset', 'invalid-spec')
@@ -105,7 +105,12 @@ test('an answer is counted by its Ready status and reason, a refusal (422, 400, 
   assert.equal(await send(JSON.stringify(unkept)), 422)
   assert.equal(await send(''), 400)
   const port = await listening(built)
-  assert.equal((await slowBody({ port, path: '/podset/sync', length: 1000, burst: 10 }).answered).status, 408)
+  const slow = slowBody({ port, path: '/podset/sync', length: 1000, burst: 10 })
+  assert.equal((await slow.answered).status, 408)
+  // A 408 cut a body short: the server closes the connection once the client has closed its side, and only then is
+  // the call logged and counted.
+  slow.close()
+  assert.equal((await loggedSoon(built, 1, (line) => line.msg === 'podset sync rejected' && line.statusCode === 408)).length, 1)
 
   const metrics = (await built.app.inject({ url: '/metrics' })).body
   assert.equal(sample(metrics, 'metacontroller_hooks_answers_total', 'controller="podset",hook="sync",ready="False",reason="InvalidSpec"'), 2)
