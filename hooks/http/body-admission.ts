@@ -18,7 +18,9 @@ import { HookError } from '../framework/errors.js'
  *   waiting for bytes to read or room to write: time it spent on other work (a long parse) is no client's delay. A
  *   transfer at network speed is never late.
  * - Time: a body has HOOKS_BODY_TIMEOUT to arrive from when it may be read (then 408), an answer as long to be taken
- *   (then its connection is closed). Time the server was busy meanwhile is added back, up to as much again.
+ *   (then its connection is closed). Time the server was busy meanwhile is added back, up to as much again; but a
+ *   body still arriving HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its call's arrival gets 408 then, so
+ *   that every call is answered within that bound.
  * - Parsing: a body is parsed once it has arrived, and HOOKS_BODY_LIMIT of bodies at most are parsed and answered at
  *   once (any body alone), the first that fits in arrival order, as parsing costs many times a body's bytes. A body's
  *   memory and its share of parsing are given back once its answer is built.
@@ -210,7 +212,8 @@ export class BodyAdmission<C extends Call = Call> {
     const { bodyTimeoutMs, admissionTimeoutMs } = this.bounds
     for (const call of this.calls) {
       const overdue = call.transfer !== undefined && this.overdue(call.transfer, now)
-      if (call.phase === 'reading' && overdue) {
+      // A body that waited for memory gets HOOKS_BODY_TIMEOUT to arrive, but no busy time beyond its call's bound.
+      if (call.phase === 'reading' && (overdue || now - call.openedAt >= admissionTimeoutMs + bodyTimeoutMs)) {
         this.refuse(call, effects, new HookError(408, `request body did not arrive within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)}): ` +
           'send the whole body at once, or raise HOOKS_BODY_TIMEOUT on the hook server if its network is that slow'))
       } else if (call.phase === 'sending' && call.charged > 0 && overdue) {

@@ -224,6 +224,22 @@ test('HOOKS_BODY_TIMEOUT: a body still arriving then gets 408; time the server w
   assert.deepEqual(decisions(), ['blocked refuse 408'], 'but no more than 3 s are added')
 })
 
+test('a body that waited for memory still arriving HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its arrival gets 408, busy time or not', () => {
+  const { clock, decisions, open, parsed, end } = harness()
+  const held = parsed('held', CAPACITY)
+  decisions()
+  const late = open('late', LIMIT)
+  clock.advance(5000)
+  end(held)
+  assert.deepEqual(decisions(), ['late read'])
+  clock.advance(3000, true)
+  clock.advance(900)
+  assert.deepEqual(decisions(), [], '3.9 s after it could be read, 3 s of them busy: within its own bound')
+  clock.advance(TICK_MS)
+  assert.deepEqual(decisions(), ['late refuse 408'], '9 s after its arrival')
+  assert.equal(late.phase, 'refused')
+})
+
 test('HOOKS_ADMISSION_TIMEOUT counts from a call\'s arrival: 503 for one still waiting then, for memory or to be parsed', () => {
   const { clock, decisions, errors, open, receive, arrive, parse, parsed } = harness({ ...BOUNDS, admissionTimeoutMs: 2000 })
   parsed('big', LIMIT)
@@ -333,6 +349,7 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
         const { at } = since.get(call) as { at: number }
         // Busy time is added back up to as much again; a tick may come TICK_MS late.
         if (call.phase === 'reading' || (call.phase === 'sending' && call.charged > 0)) assert.ok(clock.time - at < 2 * BOUNDS.bodyTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - at} ms`)
+        if (call.phase === 'reading') assert.ok(clock.time - call.openedAt < BOUNDS.admissionTimeoutMs + BOUNDS.bodyTimeoutMs + TICK_MS + 1500, `${call.name} reading ${clock.time - call.openedAt} ms after its arrival`)
         if (call.phase === 'waiting' || call.phase === 'queued to parse') assert.ok(clock.time - call.openedAt < BOUNDS.admissionTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - call.openedAt} ms`)
       }
     }
