@@ -6,6 +6,7 @@ import { testDatabaseUrl } from '../helpers/database-url.js'
 import { deployment } from '../../dev/deployment.js'
 import { fixture } from '../helpers/fixtures.js'
 import type { ServerProcess } from '../../dev/server-process.js'
+import { worstResource } from '../../dev/worst-spec.js'
 import { slowBody, wholeRequest, type SlowAnswer, type SlowBody } from '../helpers/slow-body.js'
 import { startHookServer, testSchema } from './hook-server.js'
 import { podSetParent, syncRequest } from '../../dev/api-server/podset-requests.js'
@@ -195,11 +196,11 @@ test('clients at the stall rate, announcing HOOKS_BODY_LIMIT and sending 17 KiB 
 })
 
 /**
- * A valid PodSet sync of exactly HOOKS_BODY_LIMIT whose answer is about 12 MB, more than the socket buffers between
- * client and server hold.
+ * A valid PodSet sync of exactly HOOKS_BODY_LIMIT with the spec that asks for the largest answer the CRD admits (over
+ * 10 MB), more than the socket buffers between client and server hold.
  */
 function limitSizedSync (): { body: Buffer, answerBytes: number } {
-  const spec = { replicas: 10_000, image: 'busybox:1.36', command: ['sh', '-c', 'x'.repeat(800)] }
+  const spec = worstResource(podSet.resource).spec
   const request = syncRequest(podSetParent({ spec }), [])
   const answerBytes = JSON.stringify(syncPodSet(request, hookContext(podSet, request.parent, '2026-11-22T12:00:00Z', {}))).length
   const text = JSON.stringify(request)
