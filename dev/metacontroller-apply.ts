@@ -111,15 +111,96 @@ export interface Plan {
 }
 
 /** The update method of a child kind, matched by API group and kind as Metacontroller does (rolling_update.go:309-319, 347-366): OnDelete when none is given. */
-function strategyOf (controller: Composite, child: KubernetesObject): UpdateStrategy {
+export function strategyOf (childResources: ReadonlyArray<Pick<ChildResource, 'apiVersion' | 'kind' | 'updateStrategy'>>, child: KubernetesObject): UpdateStrategy {
   const group = (apiVersion: string): string => apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : ''
-  return controller.childResources.find((resource) => group(resource.apiVersion) === group(child.apiVersion) && resource.kind === child.kind)?.updateStrategy ?? 'OnDelete'
+  return childResources.find((resource) => group(resource.apiVersion) === group(child.apiVersion) && resource.kind === child.kind)?.updateStrategy ?? 'OnDelete'
 }
+
+/** An observed child whose merged object differs from it: what Metacontroller compared, and what it would write. */
+export interface ChildUpdate extends ChildChange {
+  observed: KubernetesObject
+  /** The desired child as Metacontroller applies it. */
+  desired: KubernetesObject
+  /** The observed child with the answer merged in: what an InPlace update writes. */
+  merged: KubernetesObject
+}
+
+/** What Metacontroller's ManageChildren does with desired children over observed ones, object by object. */
+export interface ChildrenPlan {
+  delete: KubernetesObject[]
+  create: KubernetesObject[]
+  update: ChildUpdate[]
+  recreate: ChildUpdate[]
+  leftAsIs: ChildUpdate[]
+  waitForDeletion: ChildUpdate[]
+  beingDeleted: KubernetesObject[]
+  unchanged: KubernetesObject[]
+  errors: string[]
+}
+
+/** How Metacontroller tells children apart: kind, API version, namespace and name. */
+export const identity = (object: KubernetesObject): string => `${groupKey(object.kind, object.apiVersion)} ${childName(object)}`
+
+/**
+ * What Metacontroller's ManageChildren does (manage_children.go) with `desired`, children as Metacontroller applies
+ * them (in a namespace, with the labels or annotations it adds), over the observed children: it deletes those the
+ * answer leaves out, creates those not observed, and updates, deletes to recreate or leaves the others by the update
+ * strategy of their kind, when the three-way merge changes them.
+ */
+export function planChildren (observed: ObjectMap, desired: readonly KubernetesObject[], strategy: (child: KubernetesObject) => UpdateStrategy): ChildrenPlan {
+  const plan: ChildrenPlan = { delete: [], create: [], update: [], recreate: [], leftAsIs: [], waitForDeletion: [], beingDeleted: [], unchanged: [], errors: [] }
+  const wanted = new Map(desired.map((child) => [identity(child), child]))
+  const observedByKey = new Map(Object.values(observed).flatMap((objects) => Object.values(objects)).map((object) => [identity(object), object]))
+
+  for (const [key, object] of observedByKey) {
+    if (wanted.has(key)) continue
+    if (object.metadata.deletionTimestamp === undefined) plan.delete.push(object)
+    else plan.beingDeleted.push(object)
+  }
+  for (const [key, child] of wanted) {
+    const current = observedByKey.get(key)
+    if (current === undefined) {
+      plan.create.push(child)
+      continue
+    }
+    let merged: KubernetesObject
+    try {
+      merged = applyUpdate(current, child)
+    } catch (error) {
+      plan.errors.push(`${childName(child)}: ${(error as Error).message}`)
+      continue
+    }
+    const fields = childFieldChanges(current, merged)
+    if (fields.length === 0) {
+      plan.unchanged.push(current)
+      continue
+    }
+    const method = strategy(child)
+    const change = { child: childName(child), strategy: method, fields, observed: current, desired: child, merged }
+    if (current.metadata.deletionTimestamp !== undefined) plan.waitForDeletion.push(change)
+    else if (method === 'InPlace') plan.update.push(change)
+    else if (method === 'Recreate') plan.recreate.push(change)
+    else plan.leftAsIs.push(change)
+  }
+  return plan
+}
+
+/** The desired child as a CompositeController applies it: in the parent's namespace where it names none (composite/hooks.go:153-158), with the `controller-uid` label of the generated selector (composite/controller.go:690-713). */
+export function asAppliedChild (parent: KubernetesObject, child: KubernetesObject): KubernetesObject {
+  return { ...child, metadata: { ...child.metadata, namespace: inNamespaceOf(parent, child), labels: { ...child.metadata.labels, 'controller-uid': String(parent.metadata.uid) } } }
+}
+
+/** A desired child's namespace: its own, or the parent's where it names none (hooks.go applyNamespaceDefaults). */
+export function inNamespaceOf (parent: KubernetesObject, child: KubernetesObject): string | undefined {
+  const { namespace } = child.metadata
+  return namespace === undefined || namespace === '' ? parent.metadata.namespace : namespace
+}
+
+const changeOf = ({ child, strategy, fields }: ChildUpdate): ChildChange => ({ child, strategy, fields })
 
 /**
  * What Metacontroller would do with `answer` for `parent`, whose children are `observed` (as the sync request had
- * them). The desired children get the parent's namespace where they name none (composite/hooks.go:153-158) and the
- * `controller-uid` label of the generated selector (composite/controller.go:690-713), as Metacontroller gives them.
+ * them). The desired children get the parent's namespace and the `controller-uid` label, as Metacontroller gives them.
  */
 export function planSync (controller: Composite, parent: KubernetesObject, observed: ObjectMap, answer: CompositeResponse): Plan {
   const plan: Plan = { delete: [], create: [], update: [], recreate: [], leftAsIs: [], waitForDeletion: [], beingDeleted: [], unchanged: [], status: [], errors: [] }
@@ -135,46 +216,17 @@ export function planSync (controller: Composite, parent: KubernetesObject, obser
     plan.childrenUnmanaged = `${parent.kind} ${parent.metadata.namespace ?? ''}/${String(parent.metadata.name)} is being deleted and ${controller.name} has no finalize hook, so Metacontroller creates, updates and deletes no child; the garbage collector deletes them (composite/controller.go:719-728)`
     return plan
   }
-  const desired = new Map<string, KubernetesObject>()
-  for (const child of answer.children) {
-    const labels = { ...child.metadata.labels }
-    const given = { ...child, metadata: { ...child.metadata, namespace: child.metadata.namespace ?? parent.metadata.namespace, labels: { ...labels, 'controller-uid': uid } } }
-    desired.set(`${groupKey(given.kind, given.apiVersion)} ${childName(given)}`, given)
+  const children = planChildren(observed, answer.children.map((child) => asAppliedChild(parent, child)), (child) => strategyOf(controller.childResources, child))
+  return {
+    ...plan,
+    delete: children.delete.map(childName),
+    create: children.create.map(childName),
+    update: children.update.map(changeOf),
+    recreate: children.recreate.map(changeOf),
+    leftAsIs: children.leftAsIs.map(changeOf),
+    waitForDeletion: children.waitForDeletion.map(changeOf),
+    beingDeleted: children.beingDeleted.map(childName),
+    unchanged: children.unchanged.map(childName),
+    errors: children.errors
   }
-  const observedByKey = new Map<string, KubernetesObject>()
-  for (const objects of Object.values(observed)) {
-    for (const object of Object.values(objects)) observedByKey.set(`${groupKey(object.kind, object.apiVersion)} ${childName(object)}`, object)
-  }
-
-  for (const [key, object] of observedByKey) {
-    if (desired.has(key)) continue
-    if (object.metadata.deletionTimestamp === undefined) plan.delete.push(childName(object))
-    else plan.beingDeleted.push(childName(object))
-  }
-  for (const [key, child] of desired) {
-    const current = observedByKey.get(key)
-    if (current === undefined) {
-      plan.create.push(childName(child))
-      continue
-    }
-    let merged: KubernetesObject
-    try {
-      merged = applyUpdate(current, child)
-    } catch (error) {
-      plan.errors.push(`${childName(child)}: ${(error as Error).message}`)
-      continue
-    }
-    const fields = childFieldChanges(current, merged)
-    if (fields.length === 0) {
-      plan.unchanged.push(childName(child))
-      continue
-    }
-    const strategy = strategyOf(controller, child)
-    const change = { child: childName(child), strategy, fields }
-    if (current.metadata.deletionTimestamp !== undefined) plan.waitForDeletion.push(change)
-    else if (strategy === 'InPlace') plan.update.push(change)
-    else if (strategy === 'Recreate') plan.recreate.push(change)
-    else plan.leftAsIs.push(change)
-  }
-  return plan
 }
