@@ -278,7 +278,7 @@ export class RowStore {
   }
 
   private hookTablesMissing (): string {
-    return `the hook's own tables are missing from schema ${this.schema}: they record where each row was written, and the uid of every finalized PostgresWriter, so that no call that arrives after the finalize writes its row again; create them (${ddlText(hookTablesDdl(this.schema))}) and grant the hook's user SELECT, INSERT, UPDATE and DELETE on them, or set PG_AUTO_CREATE_TABLES=true; nothing was written`
+    return hookTablesMissing(this.schema)
   }
 
   private otherLayout (missing: readonly string[]): string {
@@ -424,18 +424,7 @@ export class RowStore {
 
   /** What a placement's report means for the sync; 'stale' when the table is no longer the one found fit. */
   private placed (report: Placement, { row, table, uid }: Placing): WriteResult | 'stale' {
-    if (report.finalized && report.releaseToken !== null) {
-      return {
-        kind: 'failed',
-        reason: 'RowDeleted',
-        message: `row ${JSON.stringify(row.id)} was deleted when this PostgresWriter stopped matching the selector of its DecoratorController, and this sync carries a status from before that, so it may have been sent before: it wrote nothing; the next sync carries this answer's release token, and writes the row`,
-        retryAfterSeconds: RETRY_UNAVAILABLE_SECONDS,
-        releaseToken: report.releaseToken
-      }
-    }
-    if (report.finalized) {
-      return refused('RowDeleted', `row ${JSON.stringify(row.id)} was deleted when this PostgresWriter (uid ${uid}) was finalized: a sync that arrives after its finalize writes nothing`)
-    }
+    if (report.finalized) return rowDeleted(row.id, uid, report.releaseToken)
     if (!report.sameTable) return 'stale'
     return this.outcome(table, report.written, report.kept, report.existed ? report.matched : null)
   }
@@ -461,6 +450,28 @@ export class RowStore {
  */
 function expectation (previousTable: string | undefined): string[] {
   return previousTable !== undefined && isSqlIdentifier(previousTable) ? [previousTable] : []
+}
+
+/** Why a write found the hook's own tables missing, with PG_AUTO_CREATE_TABLES off, and how to create them. */
+export function hookTablesMissing (schema: string): string {
+  return `the hook's own tables are missing from schema ${schema}: they record where each row was written, and the uid of every finalized PostgresWriter, so that no call that arrives after the finalize writes its row again; create them (${ddlText(hookTablesDdl(schema))}) and grant the hook's user SELECT, INSERT, UPDATE and DELETE on them, or set PG_AUTO_CREATE_TABLES=true; nothing was written`
+}
+
+/**
+ * A write of an object that was finalized: deleted (no `releaseToken`), or released when it stopped matching the
+ * DecoratorController's selector, whose sync carries a status from before that.
+ */
+export function rowDeleted (id: string, uid: string, releaseToken: string | null): Failed {
+  if (releaseToken !== null) {
+    return {
+      kind: 'failed',
+      reason: 'RowDeleted',
+      message: `row ${JSON.stringify(id)} was deleted when this PostgresWriter stopped matching the selector of its DecoratorController, and this sync carries a status from before that, so it may have been sent before: it wrote nothing; the next sync carries this answer's release token, and writes the row`,
+      retryAfterSeconds: RETRY_UNAVAILABLE_SECONDS,
+      releaseToken
+    }
+  }
+  return refused('RowDeleted', `row ${JSON.stringify(id)} was deleted when this PostgresWriter (uid ${uid}) was finalized: a sync that arrives after its finalize writes nothing`)
 }
 
 /** DDL statements as one line of SQL, for a message. */
