@@ -26,12 +26,13 @@ export interface FieldChange {
   note?: string
 }
 
-function fieldPath (prefix: string, key: string): string {
+/** How a field is named: `a.b`, or `a["b.c"]` for a key that is not an identifier. */
+export function fieldPath (prefix: string, key: string): string {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? (prefix === '' ? key : `${prefix}.${key}`) : `${prefix}[${JSON.stringify(key)}]`
 }
 
 /** What a list's items are told apart by where it is shown: the merge keys, and a condition's type. */
-const SHOWN_KEYS = [...MERGE_KEYS, 'type']
+export const SHOWN_KEYS = [...MERGE_KEYS, 'type']
 
 /** Every field that differs between `before` and `after`; a list of objects with a key is compared item by item. */
 export function fieldChanges (before: unknown, after: unknown, prefix = ''): FieldChange[] {

@@ -1,0 +1,114 @@
+import { LAST_APPLIED_ANNOTATION } from '../../hooks/framework/wire/apply.js'
+import { total, type ControllerPlan, type Summary } from './controller-plan.js'
+import { describe, type ObjectPlan, type ParentPlan, type PlannedField } from './parent-plan.js'
+import type { ClusterPlan, ExitCode } from './plan-cluster.js'
+import type { RowEffect } from './postgres-writer.js'
+
+/**
+ * The plan as a person reads it: a summary table per controller first, then, for every parent that would change or
+ * is refused, what Metacontroller would do object by object, field by field, and what PostgresWriter would write.
+ */
+
+const COLUMNS: Array<[keyof Summary, string]> = [
+  ['parents', 'PARENTS'], ['read', 'OBJECTS READ'], ['unchanged', 'UNCHANGED'], ['change', 'WOULD CHANGE'], ['create', 'WOULD CREATE'], ['refused', 'REFUSED'], ['rows', 'ROW WRITES']
+]
+
+export const EXIT_MEANINGS: Record<ExitCode, string> = {
+  0: 'nothing would change',
+  1: 'something would change',
+  2: 'the plan could not be made, or not whole',
+  3: 'the new code refuses, fails on or loops on some parents'
+}
+
+/** The summary table: one row per controller, and a total. */
+export function summaryTable (plans: readonly ControllerPlan[]): string {
+  const rows = [
+    ['CONTROLLER', ...COLUMNS.map(([, title]) => title)],
+    ...plans.map((plan) => [plan.controller, ...COLUMNS.map(([key]) => plan.skipped === undefined ? String(plan.summary[key]) : '-')]),
+    ...(plans.length > 1 ? [['total', ...COLUMNS.map(([key]) => String(total(plans)[key]))]] : [])
+  ]
+  const widths = rows[0]?.map((_, column) => Math.max(...rows.map((row) => row[column]?.length ?? 0))) ?? []
+  return rows.map((row) => row.map((cell, column) => column === 0 ? cell.padEnd(widths[0] ?? 0) : cell.padStart(widths[column] ?? 0)).join('  ').trimEnd()).join('\n')
+}
+
+/** A value in one line, cut where it is long. */
+export function shown (value: unknown): string {
+  const text = JSON.stringify(value) ?? 'undefined'
+  return text.length > 100 ? `${text.slice(0, 97)}...` : text
+}
+
+const LAST_APPLIED = `metadata.annotations[${JSON.stringify(LAST_APPLIED_ANNOTATION)}]`
+
+export function fieldLine (field: PlannedField): string {
+  if (field.note !== undefined) return `${field.field}: ${field.note}`
+  if (field.field === LAST_APPLIED) return `${field.field}: the new answer, which the next three-way merge starts from`
+  const to = field.stamped !== true ? shown(field.to) : typeof field.to === 'string' ? '(the time of the sync)' : `${shown(field.to)} (its time: the time of the sync)`
+  if (!('from' in field)) return `${field.field}: (added) ${to}`
+  if (!('to' in field)) return `${field.field}: ${shown(field.from)} (removed)`
+  return `${field.field}: ${shown(field.from)} → ${to}`
+}
+
+export function rowLine (effect: RowEffect): string {
+  switch (effect.action) {
+    case 'createHookTables': return `create PostgresWriter's own tables in schema ${effect.schema}`
+    case 'createTable': return `create table ${effect.table}`
+    case 'insert': return `insert into ${effect.table} row ${shown(effect.id)}: ${Object.entries(effect.columns).map(([column, { to }]) => `${column} ${shown(to)}`).join(', ')}`
+    case 'update': return `update ${effect.table} row ${shown(effect.id)}: ${Object.entries(effect.columns).map(([column, { from, to }]) => `${column} ${shown(from)} → ${shown(to)}`).join(', ')}`
+    case 'delete': return `delete from ${effect.table} row ${shown(effect.id)}`
+  }
+}
+
+const ACTION_WIDTH = 15
+
+function objectLines (object: ObjectPlan): string[] {
+  const strategy = object.strategy === undefined ? '' : ` (${object.strategy})`
+  return [`${object.action.padEnd(ACTION_WIDTH)} ${describe(object.object)}${strategy}`, ...(object.fields ?? []).map((field) => `${' '.repeat(ACTION_WIDTH + 3)}${fieldLine(field)}`)]
+}
+
+const OUTCOMES: Record<ParentPlan['outcome'], string> = {
+  changes: 'would change',
+  unchanged: 'unchanged',
+  refused: 'REFUSED',
+  error: 'ERROR',
+  loops: 'LOOPS',
+  ignored: 'ignored'
+}
+
+/** One parent's details. */
+export function parentDetails (controller: string, parent: ParentPlan): string {
+  const lines = [`${controller} › ${describe(parent.parent)}: ${OUTCOMES[parent.outcome]} (${parent.hook ?? 'no'} hook, ${parent.syncs} ${parent.syncs === 1 ? 'sync' : 'syncs'})`]
+  const indent = (text: string): string => `  ${text}`
+  if (parent.message !== undefined) lines.push(indent(parent.message))
+  for (const error of parent.errors) lines.push(indent(`error: ${error}`))
+  if (parent.deleted === true) lines.push(indent(`the ${parent.parent.kind} goes: its last finalizer is removed`))
+  for (const object of parent.objects.filter((object) => object.action !== 'unchanged')) lines.push(...objectLines(object).map(indent))
+  const unchanged = parent.objects.filter((object) => object.action === 'unchanged')
+  if (unchanged.length > 0) lines.push(indent(`${'unchanged'.padEnd(ACTION_WIDTH)} ${unchanged.map((object) => describe(object.object)).join(', ')}`))
+  if (parent.metadata.length > 0) lines.push(indent('metadata'), ...parent.metadata.map((field) => indent(indent(fieldLine(field)))))
+  if (parent.status.length > 0) lines.push(indent('status'), ...parent.status.map((field) => indent(indent(fieldLine(field)))))
+  if (parent.rows.length > 0) lines.push(indent('PostgreSQL'), ...parent.rows.map((effect) => indent(indent(rowLine(effect)))))
+  return lines.join('\n')
+}
+
+/** The whole plan as text. */
+export function textReport (plan: ClusterPlan): string {
+  const where = plan.scope.namespace === undefined ? 'all namespaces' : `namespace ${plan.scope.namespace}`
+  const selector = plan.scope.selector === undefined ? '' : `, parents labelled ${plan.scope.selector}`
+  const sections = [
+    `Plan of this checkout's hooks against ${plan.server}${plan.context === undefined ? '' : ` (context ${plan.context})`}, ${where}${selector}, at ${plan.planned}`,
+    summaryTable(plan.controllers)
+  ]
+  const notes = plan.controllers.filter((controller) => controller.skipped !== undefined).map((controller) => `${controller.controller}: ${controller.skipped ?? ''}`)
+  if (notes.length > 0) sections.push(notes.join('\n'))
+  for (const controller of plan.controllers) {
+    const shownParents = controller.parents.filter((parent) => parent.outcome !== 'unchanged')
+    if (shownParents.length > 0) sections.push(shownParents.map((parent) => parentDetails(controller.controller, parent)).join('\n\n'))
+  }
+  if (plan.errors.length > 0) sections.push(plan.errors.map((error) => `error: ${error}`).join('\n'))
+  sections.push(`exit ${plan.exitCode}: ${EXIT_MEANINGS[plan.exitCode]}`)
+  return `${sections.join('\n\n')}\n`
+}
+
+export function jsonReport (plan: ClusterPlan): string {
+  return `${JSON.stringify(plan, null, 2)}\n`
+}

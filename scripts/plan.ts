@@ -1,0 +1,82 @@
+import { parseArgs } from 'node:util'
+import { controllers } from '../hooks/controllers.js'
+import { ConfigError, loadConfig } from '../hooks/runtime/config.js'
+import { apiServer, KubeconfigError } from '../dev/plan/kubeconfig.js'
+import { KubeApi } from '../dev/plan/kube-api.js'
+import { planCluster } from '../dev/plan/plan-cluster.js'
+import { EXIT_MEANINGS, jsonReport, textReport } from '../dev/plan/report.js'
+
+/**
+ * npm run -s plan -- [--kubeconfig <file>] [--context <name>] [--controller <name>]... [-n <namespace>]
+ *                    [-l <label selector>] [-o text|json]
+ * What this checkout's hooks would make Metacontroller do to each parent in a live cluster, and what PostgresWriter
+ * would write, before a release is deployed. Reads with get and list only. Exit codes as `kubectl diff`: 0 nothing
+ * would change, 1 something would, 2 the plan could not be made, 3 the new code refuses or fails on some parents.
+ */
+
+const usage = `usage: npm run -s plan -- [--kubeconfig <file>] [--context <name>] [--controller <name>]... [-n <namespace>] [-l <label selector>] [-o text|json]
+  PostgreSQL for PostgresWriter: the hook server's settings (DATABASE_URL, or PSQL_* or PG*; PG_SCHEMA, PG_TABLE_ALLOWLIST, PG_AUTO_CREATE_TABLES)
+exit codes: ${Object.entries(EXIT_MEANINGS).map(([code, meaning]) => `${code} ${meaning}`).join('; ')}`
+
+function fail (message: string): never {
+  process.stderr.write(`${message}\n`)
+  process.exit(2)
+}
+
+let options
+try {
+  options = parseArgs({
+    options: {
+      kubeconfig: { type: 'string' },
+      context: { type: 'string' },
+      controller: { type: 'string', multiple: true },
+      namespace: { type: 'string', short: 'n' },
+      selector: { type: 'string', short: 'l' },
+      output: { type: 'string', short: 'o', default: 'text' },
+      help: { type: 'boolean', short: 'h' }
+    }
+  }).values
+} catch (error) {
+  fail(`${(error as Error).message}\n${usage}`)
+}
+if (options.help === true) {
+  process.stdout.write(`${usage}\n`)
+  process.exit(0)
+}
+if (options.output !== 'text' && options.output !== 'json') fail(`--output ${options.output}: give text or json\n${usage}`)
+
+const names = (options.controller ?? []).flatMap((name) => name.split(',')).filter((name) => name !== '')
+const unknown = names.filter((name) => !controllers.some((controller) => controller.name === name))
+if (unknown.length > 0) fail(`--controller ${unknown.join(', ')}: this checkout has no such controller; it has ${controllers.map((controller) => controller.name).join(', ')}`)
+const chosen = names.length === 0 ? controllers : controllers.filter((controller) => names.includes(controller.name))
+
+let database
+try {
+  database = loadConfig(process.env).database
+} catch (error) {
+  if (!(error instanceof ConfigError)) throw error
+  fail(`the database settings the plan shares with the hook server are not valid: ${error.message}`)
+}
+
+let server
+try {
+  server = await apiServer({ kubeconfig: options.kubeconfig, context: options.context })
+} catch (error) {
+  if (!(error instanceof KubeconfigError)) throw error
+  fail(error.message)
+}
+
+const terminal = process.stderr.isTTY
+const progress = terminal ? (message: string) => { process.stderr.write(`\r\x1b[K${message}`) } : undefined
+const api = new KubeApi(server)
+try {
+  const plan = await planCluster({ api, controllers: chosen, scope: { namespace: options.namespace, selector: options.selector }, database, now: new Date(), progress })
+  if (terminal) process.stderr.write('\r\x1b[K')
+  process.stdout.write(options.output === 'json' ? jsonReport(plan) : textReport(plan))
+  process.exitCode = plan.exitCode
+} catch (error) {
+  if (terminal) process.stderr.write('\r\x1b[K')
+  fail(`the plan failed: ${(error as Error).stack ?? String(error)}`)
+} finally {
+  api.close()
+}

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { test } from 'node:test'
+import { stringify } from 'yaml'
+
+const root = join(import.meta.dirname, '..', '..')
+
+/**
+ * `npm run -s plan -- <args>` as docs/plan.md has it (`npm: true`), or the script it runs, which starts sooner; without
+ * the tests' database settings. Asynchronous, so that a server of the test can answer it meanwhile.
+ */
+async function plan (args: string[], { env = {}, npm = false }: { env?: Record<string, string>, npm?: boolean } = {}): Promise<{ status: number | null, stdout: string, stderr: string }> {
+  const { DATABASE_URL: _, NODE_TEST_CONTEXT: _context, ...inherited } = process.env
+  const [command, prefix] = npm ? ['npm', ['run', '-s', 'plan', '--']] : [process.execPath, ['--import', 'tsx', 'scripts/plan.ts']]
+  const child = spawn(command, [...prefix, ...args], { cwd: root, env: { ...inherited, ...env }, timeout: 60_000 })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+  const status = await new Promise<number | null>((resolve) => child.on('close', resolve))
+  return { status, stdout, stderr }
+}
+
+test('--help says how to call it and what each exit code means', async () => {
+  const help = await plan(['--help'], { npm: true })
+  assert.equal(help.status, 0)
+  assert.match(help.stdout, /^usage: npm run -s plan -- \[--kubeconfig <file>\]/)
+  assert.match(help.stdout, /exit codes: 0 nothing would change; 1 something would change; 2 the plan could not be made, or not whole; 3 the new code refuses, fails on or loops on some parents/)
+})
+
+test('a mistake in how it is called exits 2 with one line that says what to do, and no stack', async () => {
+  const cases = [
+    [['--colour'], /^Unknown option '--colour'/],
+    [['-o', 'yaml'], /^--output yaml: give text or json/],
+    [['--controller', 'podset,nope'], /^--controller nope: this checkout has no such controller; it has postgres-writer, bookstore, podset, pulsar-consumer$/m],
+    [['--kubeconfig', '/nonexistent/config'], /^kubeconfig \/nonexistent\/config does not exist: give --kubeconfig the file kubectl uses$/m]
+  ] as const
+  const runs = await Promise.all(cases.map(async ([args]) => await plan([...args])))
+  cases.forEach(([args, message], i) => {
+    const run = runs[i]
+    assert.equal(run?.status, 2, `${args.join(' ')}: ${run?.stderr}`)
+    assert.match(run?.stderr ?? '', message)
+    assert.doesNotMatch(run?.stderr ?? '', /\n\s+at /, 'no stack trace')
+  })
+  const badDatabase = await plan([], { env: { DATABASE_URL: 'mysql://nope' } })
+  assert.equal(badDatabase.status, 2)
+  assert.match(badDatabase.stderr, /^the database settings the plan shares with the hook server are not valid: .*DATABASE_URL/)
+})
+
+test('an API server that hangs up: exit 2, naming where it looked', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'plan-cli-'))
+  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  const server = createServer((socket) => { socket.destroy() })
+  const port = await new Promise<number>((resolve) => { server.listen(0, '127.0.0.1', () => { resolve((server.address() as { port: number }).port) }) })
+  t.after(() => { server.close() })
+  const kubeconfig = join(dir, 'config')
+  writeFileSync(kubeconfig, stringify({
+    clusters: [{ name: 'c', cluster: { server: `https://127.0.0.1:${port}` } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    'current-context': 'x'
+  }))
+  const run = await plan(['--kubeconfig', kubeconfig, '-o', 'json'])
+  assert.equal(run.status, 2, run.stderr)
+  const report = JSON.parse(run.stdout)
+  assert.equal(report.exitCode, 2)
+  assert.match(report.errors[0], new RegExp(`^postgres-writer: cannot reach the API server at https://127.0.0.1:${port}: ECONNRESET`))
+  assert.equal(report.errors.length, 4, 'one error per controller')
+})
