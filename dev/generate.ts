@@ -21,7 +21,7 @@ export async function generate (controllers: readonly Controller[], root: string
   }
 
   const manifests = generatedManifests(controllers)
-  for (const folder of ['crds', 'controllers']) {
+  for (const folder of ['crds', 'controllers', 'plan']) {
     for (const entry of await readdir(join(root, 'manifests', folder)).catch(() => [])) {
       if (manifests.has(`${folder}/${entry}`)) continue
       await rm(join(root, 'manifests', folder, entry))

@@ -172,6 +172,48 @@ export function exampleResource (controller: Controller): Record<string, unknown
   return { apiVersion: resource.apiVersion, kind: resource.kind, metadata: { name: `${controller.name}-sample` }, spec: resource.exampleSpec }
 }
 
+export const PLAN_IDENTITY = { name: 'metacontroller-hooks-plan', namespace: HOOK_SERVICE.namespace }
+
+/**
+ * What `npm run plan` reads, and nothing more: get and list on the controllers' CompositeControllers and
+ * DecoratorControllers, their parents and their children (discovery is open to every authenticated user). One rule
+ * per API group.
+ */
+export function planClusterRole (controllers: readonly Controller[]): JsonSchema {
+  const byGroup = new Map<string, Set<string>>([['metacontroller.k8s.io', new Set(['compositecontrollers', 'decoratorcontrollers'])]])
+  const add = (apiVersion: string, plural: string): void => {
+    const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : ''
+    let plurals = byGroup.get(group)
+    if (plurals === undefined) byGroup.set(group, plurals = new Set())
+    plurals.add(plural)
+  }
+  for (const controller of controllers) {
+    add(controller.resource.apiVersion, controller.resource.plural)
+    if (controller.type === 'composite') for (const child of controller.childResources) add(child.apiVersion, child.resource)
+  }
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: PLAN_IDENTITY.name, labels: PART_OF },
+    rules: [...byGroup].sort(([a], [b]) => a.localeCompare(b)).map(([group, plurals]) => ({ apiGroups: [group], resources: [...plurals].sort(), verbs: ['get', 'list'] }))
+  }
+}
+
+function planManifests (controllers: readonly Controller[]): Array<[string, JsonSchema]> {
+  const { name, namespace } = PLAN_IDENTITY
+  return [
+    ['service-account.yaml', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name, namespace, labels: PART_OF } }],
+    ['cluster-role.yaml', planClusterRole(controllers)],
+    ['cluster-role-binding.yaml', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name, labels: PART_OF },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }]
+    }]
+  ]
+}
+
 /** Every generated file: path under manifests/ → content. */
 export function generatedManifests (controllers: readonly Controller[]): Map<string, string> {
   const files = new Map<string, string>()
@@ -185,5 +227,9 @@ export function generatedManifests (controllers: readonly Controller[]): Map<str
     const kustomization = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: controllers.map((c) => `${c.name}.yaml`) }
     files.set(`${folder}/kustomization.yaml`, header + stringify(kustomization))
   }
+  const plan = planManifests(controllers)
+  for (const [file, manifest] of plan) files.set(`plan/${file}`, header + stringify(manifest))
+  const kustomization = { apiVersion: 'kustomize.config.k8s.io/v1beta1', kind: 'Kustomization', resources: ['../namespace', ...plan.map(([file]) => file)] }
+  files.set('plan/kustomization.yaml', `${header}# The identity \`npm run plan\` needs: get and list only (docs/plan.md). Not part of manifests/: apply it on its own.\n${stringify(kustomization)}`)
   return files
 }

@@ -46,7 +46,7 @@ test('controllers scaffolded in a copy pass the type check, lint and every contr
     assert.deepEqual(output.split('\n').filter((line) => /^(wrote|rewrote|removed) /.test(line)).map((line) => line.split(/[ ,]/)[1]).sort(), [
       ...['resource.ts', 'sync.ts', 'index.ts'].map((file) => `hooks/${name}/${file}`),
       ...['crds', 'controllers', 'examples'].map((folder) => `manifests/${folder}/${name}.yaml`),
-      'manifests/crds/kustomization.yaml', 'manifests/controllers/kustomization.yaml',
+      'manifests/crds/kustomization.yaml', 'manifests/controllers/kustomization.yaml', 'manifests/plan/cluster-role.yaml',
       `test/fixtures/${name}/first-sync.json`, `test/fixtures/${name}/steady-state.json`
     ].sort(), output)
     assert.match(output, new RegExp(`npm run check -- ${name}\``))
