@@ -48,6 +48,11 @@ export interface Environment {
   hookVersion: 'v1' | 'v2'
   postgres: PostgresProcess
   hookServer: HookServer
+  /**
+   * Stops the hook server and starts one from another checkout of the repository (a folder with its own hooks/ and
+   * the same node_modules) on the same port, which every controller's webhook names; `hookServer` is then that one.
+   */
+  switchHookServer: (checkout: string) => Promise<void>
   /** Milliseconds each part took to start. */
   timings: Record<string, number>
   stop: () => Promise<void>
@@ -96,7 +101,20 @@ export async function startEnvironment (options: EnvironmentOptions = {}): Promi
     await cluster.kubectl(['apply', '-k', overlay])
     timings['overlay applied'] = Date.now() - t0
 
-    return { cluster, hookVersion, postgres, hookServer, timings, stop }
+    const environment: Environment = {
+      cluster,
+      hookVersion,
+      postgres,
+      hookServer,
+      timings,
+      stop,
+      switchHookServer: async (checkout) => {
+        const port = Number(new URL(environment.hookServer.url).port)
+        await environment.hookServer.stop()
+        environment.hookServer = await startHookServer({ DATABASE_URL: postgres.connectionString, ...options.hookServerEnv }, cluster.logsDir, cleanups, { checkout, port })
+      }
+    }
+    return environment
   } catch (error) {
     await stop()
     throw error
@@ -134,9 +152,12 @@ async function output (file: string, args: string[]): Promise<string> {
   return stdout
 }
 
-async function startHookServer (env: Record<string, string>, logsDir: string, cleanups: Array<() => Promise<void>>): Promise<HookServer> {
-  const logFile = join(logsDir, 'hook-server.log')
-  const server = spawnServer({ env: { LOG_LEVEL: 'info', ...env }, output: { file: logFile } })
+let hookServers = 0
+
+/** The hook server, from this checkout or another; on a port the system picks unless given. */
+async function startHookServer (env: Record<string, string>, logsDir: string, cleanups: Array<() => Promise<void>>, { checkout = root, port }: { checkout?: string, port?: number } = {}): Promise<HookServer> {
+  const logFile = join(logsDir, hookServers++ === 0 ? 'hook-server.log' : `hook-server-${hookServers}.log`)
+  const server = spawnServer({ port, cwd: checkout, entry: join(checkout, 'hooks', 'server.ts'), env: { LOG_LEVEL: 'info', ...env }, output: { file: logFile } })
   cleanups.push(async () => { await server.stop() })
   await server.listening(60_000)
   return {

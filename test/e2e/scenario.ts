@@ -70,9 +70,7 @@ export class Scenario {
    * `kubectl apply -n` refuses, so a pinned namespace is dropped; nothing else changes.
    */
   sample (file: string): KubeObject {
-    const sample = parse(readFileSync(join(root, 'manifests', 'examples', file), 'utf8')) as KubeObject
-    delete sample.metadata.namespace
-    return sample
+    return sampleResource(file)
   }
 
   /** Applies an original sample in this scenario's namespace. */
@@ -218,6 +216,13 @@ export class Scenario {
     sections.push(logTail(this.env.cluster.logFile('metacontroller'), 40))
     return sections.join('\n')
   }
+}
+
+/** An original sample from manifests/examples/, without the namespace it may pin (see Scenario.sample). */
+export function sampleResource (file: string): KubeObject {
+  const sample = parse(readFileSync(join(root, 'manifests', 'examples', file), 'utf8')) as KubeObject
+  delete sample.metadata.namespace
+  return sample
 }
 
 export function condition (object: KubeObject | undefined, type: string): Condition | undefined {

@@ -90,6 +90,10 @@ export interface Cluster {
   assertRunning: () => void
   /** Stops Metacontroller (SIGTERM) and starts it again, as a pod restart does; resolves once it is ready. */
   restartMetacontroller: () => Promise<void>
+  /** Stops Metacontroller (SIGTERM): nothing syncs until startMetacontroller(). Idempotent. */
+  stopMetacontroller: () => Promise<void>
+  /** Starts Metacontroller again after stopMetacontroller(); resolves once it is ready, at once if it runs. */
+  startMetacontroller: () => Promise<void>
   /** Waits until KCM has created the namespace's `default` ServiceAccount (needed for Pods with admission on). */
   waitForDefaultServiceAccount: (namespace: string, timeoutMs?: number) => Promise<void>
   /** SIGTERM metacontroller, KCM, apiserver, etcd in that order (SIGKILL after a grace period); removes dataDir. Idempotent. */
@@ -411,6 +415,19 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
         await stopProc(mc)
         await startMetacontroller()
         say('metacontroller restarted')
+      },
+      stopMetacontroller: async () => {
+        const mc = procs.get('metacontroller')
+        if (mc === undefined) throw new RigError('rig', 'Metacontroller was not started')
+        await stopProc(mc)
+        say('metacontroller stopped')
+      },
+      startMetacontroller: async () => {
+        const mc = procs.get('metacontroller')
+        if (mc === undefined) throw new RigError('rig', 'Metacontroller was not started')
+        if (mc.exited === undefined) return
+        await startMetacontroller()
+        say('metacontroller started')
       },
       waitForDefaultServiceAccount: async (namespace, timeoutMs = 30_000) => {
         const deadline = Date.now() + timeoutMs
