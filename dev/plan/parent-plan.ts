@@ -34,11 +34,13 @@ export interface ObjectRef {
 }
 
 /**
- * A changed field; `stamped`: its new value is, or holds, the time of the sync that writes it (a condition's
- * lastTransitionTime): the plan's own time stands for it.
+ * A changed field. `stamped`: its new value is, or holds, the time of the sync that writes it (a condition's
+ * lastTransitionTime): the plan's own time stands for it. `mayStay`: it changes only through the status of a sync in
+ * between, which Metacontroller's cache may not hold yet when it makes the last sync: it may also stay as it is.
  */
 export interface PlannedField extends FieldChange {
   stamped?: true
+  mayStay?: true
 }
 
 export type ObjectAction = 'create' | 'update' | 'delete' | 'recreate' | 'adopt' | 'release' | 'leftAsIs' | 'waitForDeletion' | 'unchanged'
@@ -244,6 +246,9 @@ export async function planParent (input: ParentInput): Promise<ParentPlan> {
   let refusal: string | undefined
   let failure: string | undefined
   let loops = false
+  /** The last sync's hook and request, and how many syncs wrote a status. */
+  let last: { hook: HookName, request: Json } | undefined
+  let statusWrites = 0
 
   if (!matchesSelector(parent) && !finalizersOf(parent).includes(finalizer)) {
     return { ...plan, outcome: 'ignored', message: `${model.type === 'composite' ? 'CompositeController' : 'DecoratorController'} ${model.name}'s selector does not match it, and it has no ${finalizer} finalizer` }
@@ -311,6 +316,7 @@ export async function planParent (input: ParentInput): Promise<ParentPlan> {
     const request = composite
       ? { controller: model.object, parent, children: requestChildren(model.children, observed, parentNamespaced, model.hookVersion), related: {}, finalizing }
       : { controller: model.object, object: parent, attachments: requestChildren(model.children, observed, parentNamespaced, model.hookVersion), related: {}, finalizing }
+    last = { hook, request }
     const outcome = await run(controller, hook, request)
     plan.rows.push(...outcome.rows)
     // A write to PostgreSQL changes what the next sync reads there.
@@ -343,6 +349,7 @@ export async function planParent (input: ParentInput): Promise<ParentPlan> {
     } else {
       const update = decoratorParentUpdate(parent, answer, finalizer, finalizerHeld)
       if (update !== undefined) {
+        if (!isDeepStrictEqual(update.status, parent.status)) statusWrites++
         parent = update
         changed = true
       }
@@ -361,6 +368,7 @@ export async function planParent (input: ParentInput): Promise<ParentPlan> {
       if (!isDeepStrictEqual(parent.status, status)) {
         parent = { ...parent, status }
         changed = true
+        statusWrites++
       }
     }
     if (deleting(parent) && finalizersOf(parent).length === 0) {
@@ -418,6 +426,19 @@ export async function planParent (input: ParentInput): Promise<ParentPlan> {
 
   plan.metadata = stamped(fieldChanges(metadataShown(first), metadataShown(parent)), now)
   plan.status = stamped(fieldChanges(statusOf(first), statusOf(parent)), now)
+  // Metacontroller reads the parent from its cache, which may not hold the status of a sync in between yet: the last
+  // sync may see the first status. What the hook answers from it (run only for a hook without I/O, whose answer is
+  // all it does) tells which fields may stay as they are.
+  if (statusWrites > 1 && last !== undefined && controller.needs.length === 0 && !loops && failure === undefined && refusal === undefined) {
+    const key = composite ? 'parent' : 'object'
+    const request = { ...last.request, [key]: { ...last.request[key], status: first.status } }
+    const alternative = await run(controller, last.hook, request)
+    if (alternative.kind === 'answer') {
+      const status = composite ? { ...alternative.body.status, observedGeneration: parent.metadata.generation ?? 0 } : alternative.body.status ?? first.status
+      const either = new Map(fieldChanges(statusOf(first), statusOf({ status })).map((field) => [field.field, field]))
+      plan.status = plan.status.map((field) => isDeepStrictEqual(either.get(field.field)?.to, field.to) ? field : { ...field, mayStay: true })
+    }
+  }
   plan.objects = objectPlans(world, { initiallyOwned, deletedOnce, recreated, adopted, released, left, waiting, first: new Map(input.candidates.map((object) => [identity(object as KubernetesObject), object])) }, parent, model.children, now)
 
   const invalid = invalidSpecMessage(parent.status)

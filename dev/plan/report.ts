@@ -43,9 +43,10 @@ export function fieldLine (field: PlannedField): string {
   if (field.note !== undefined) return `${field.field}: ${field.note}`
   if (field.field === LAST_APPLIED) return `${field.field}: the new answer, which the next three-way merge starts from`
   const to = field.stamped !== true ? shown(field.to) : typeof field.to === 'string' ? '(the time of the sync)' : `${shown(field.to)} (its time: the time of the sync)`
-  if (!('from' in field)) return `${field.field}: (added) ${to}`
-  if (!('to' in field)) return `${field.field}: ${shown(field.from)} (removed)`
-  return `${field.field}: ${shown(field.from)} → ${to}`
+  const line = !('from' in field)
+    ? `${field.field}: (added) ${to}`
+    : !('to' in field) ? `${field.field}: ${shown(field.from)} (removed)` : `${field.field}: ${shown(field.from)} → ${to}`
+  return field.mayStay === true ? `${line}, or stays as it is if Metacontroller's last sync reads the status from before` : line
 }
 
 export function rowLine (effect: RowEffect): string {

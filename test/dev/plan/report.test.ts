@@ -64,6 +64,8 @@ test('a parent\'s details: each object by what happens to it, each field from an
   assert.equal(fieldLine({ field: 'metadata.annotations["metacontroller.k8s.io/last-applied-configuration"]', from: '{}', to: '{"a":1}' }),
     'metadata.annotations["metacontroller.k8s.io/last-applied-configuration"]: the new answer, which the next three-way merge starts from')
   assert.equal(fieldLine({ field: 'labels.a', from: 'b' }), 'labels.a: "b" (removed)')
+  assert.equal(fieldLine({ field: 'conditions[type=Ready].lastTransitionTime', from: 'T', to: 'U', stamped: true, mayStay: true }),
+    'conditions[type=Ready].lastTransitionTime: "T" → (the time of the sync), or stays as it is if Metacontroller\'s last sync reads the status from before')
   assert.equal(fieldLine({ field: 'spec.args', from: ['x'.repeat(200)], to: [] }), `spec.args: ["${'x'.repeat(95)}... → []`)
   assert.equal(rowLine({ action: 'update', table: 'public.students', id: 'ns/a', columns: { age: { from: 23, to: 24 } } }), 'update public.students row "ns/a": age 23 → 24')
   assert.equal(rowLine({ action: 'insert', table: 'public.graduates', id: 'ns/a', columns: { name: { to: 'alex' }, age: { to: 23 } } }), 'insert into public.graduates row "ns/a": name "alex", age 23')
