@@ -305,10 +305,10 @@ export async function planParent (input: ParentInput): Promise<ParentPlan> {
     }
     if (!selected && !finalizersOf(parent).includes(finalizer)) return { changed, stop: true }
 
-    const before = new Set([...adopted, ...released])
+    const claims = adopted.size + released.size
     const observed = claim()
     if (round === 1) for (const object of observed) initiallyOwned.add(identity(object as KubernetesObject))
-    if (adopted.size + released.size > before.size) changed = true
+    if (adopted.size + released.size > claims) changed = true
 
     const finalizing = model.finalize && (deleting(parent) || !selected)
     const hook: HookName = finalizing ? 'finalize' : 'sync'
