@@ -424,6 +424,8 @@ export async function planParent (input: ParentInput): Promise<ParentPlan> {
     plan.errors.push(error.message)
   }
 
+  // A sync that fails on a child fails on it again at each sync.
+  plan.errors = [...new Set(plan.errors)]
   plan.metadata = stamped(fieldChanges(metadataShown(first), metadataShown(parent)), now)
   plan.status = stamped(fieldChanges(statusOf(first), statusOf(parent)), now)
   // Metacontroller reads the parent from its cache, which may not hold the status of a sync in between yet: the last

@@ -85,7 +85,7 @@ test('a child of another parent is not this one\'s, but its name is taken', asyn
   const plan = await planOne(podSet, request.parent, children, { others: [taken] })
   assert.ok(plan.objects.some((object) => object.action === 'create' && object.object.name === 'sleepers-pod-3'))
   assert.ok(!plan.objects.some((object) => object.object.name === 'sleepers-pod-4'))
-  assert.match(plan.errors.join('\n'), /sleepers-pod-4 exists and is not this parent's/)
+  assert.deepEqual(plan.errors, ['Pod default/sleepers-pod-4 exists and is not this parent\'s: Metacontroller\'s create of it fails (AlreadyExists), so it stays as it is'])
 })
 
 test('a spec the hook cannot use is refused: InvalidSpec in the status, every child kept; a 422 when a child cannot be kept', async () => {
