@@ -1,5 +1,6 @@
 import { hookContext, ioFor, servedHooks, type Controller, type HookContext, type HookName, type Io } from '../../hooks/framework/controller.js'
 import { HookError } from '../../hooks/framework/errors.js'
+import { ConfigurationSchema } from '../../hooks/runtime/config-schema.js'
 import { postgresWriter, type PostgresWriterIo } from '../../hooks/postgres-writer/index.js'
 import type { Json } from './kube-api.js'
 import type { RowEffect, RowForecast } from './postgres-writer.js'
@@ -30,9 +31,12 @@ const wire = (value: unknown): Json => JSON.parse(JSON.stringify(value)) as Json
 
 type Served = Partial<Record<HookName, (request: any, context: HookContext<any, any>) => unknown>>
 
+/** The answer limit of a server with the default HOOKS_BODY_LIMIT. */
+const BODY_LIMIT = ConfigurationSchema.properties.HOOKS_BODY_LIMIT.default as number
+
 /** A controller's hooks as the server runs them, whichever its type. */
 function served (controller: Controller): Served {
-  return controller.type === 'composite' ? servedHooks(controller) : servedHooks(controller)
+  return controller.type === 'composite' ? servedHooks(controller, BODY_LIMIT) : servedHooks(controller, BODY_LIMIT)
 }
 
 export function hookRunner ({ now, io, rows }: RunnerOptions): HookRunner {
