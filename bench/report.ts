@@ -1,8 +1,18 @@
+import { chart, type Axis, type Bar, type Point, type Series } from './charts.js'
 import type { Measurement } from './load.js'
 
-/** The benchmark's table, its verdict on each target, and the page docs/benchmarks.md made from a run's results. */
+/**
+ * The benchmark's table, its verdict on each target, and the page docs/benchmarks.md made from a run's results, with
+ * its charts.
+ */
 
 export type SideName = 'ours' | 'ours, ETag' | 'fastify peer' | 'node:http peer' | 'receive floor' | 'naive hook' | 'pg loop'
+
+/**
+ * What this server's rows are compared with: both peers (PodSet), each figure with the better one's (the larger
+ * peak RSS, as the target asks), or the naive hook (PostgresWriter).
+ */
+export type Reference = 'peers' | 'naive hook'
 
 export interface Row extends Measurement {
   case: string
@@ -17,8 +27,8 @@ export interface Row extends Measurement {
    * the side, set the pace (the bench runs on one CPU when the machine has two).
    */
   loadCpuShare: number | null
-  /** For this server's rows: the peer its ratios are taken against (same case, same concurrency, same run). */
-  reference: SideName | null
+  /** For this server's rows: what its ratios are taken against (same case, same concurrency, same run). */
+  reference: Reference | null
   /** An answer with an unexpected status, a socket error or a failed body check. */
   failed: boolean
 }
@@ -43,6 +53,8 @@ const PEERS: SideName[] = ['fastify peer', 'node:http peer']
 /** This server's processes: the one that answers changed requests, and the one that answers 304s. */
 const OURS: SideName[] = ['ours', 'ours, ETag']
 const ETAG_SIZES = ['PodSet 100 pods', 'PodSet 2,000 pods']
+/** A changed request's CPU time, at most this share of the better peer's. */
+const CHANGED_CPU = 0.9
 
 const times = (ratio: number | undefined): string => ratio === undefined || Number.isNaN(ratio) ? '–' : `${ratio.toFixed(2)}×`
 /** A figure as results.json holds it: JSON has no NaN, so a figure no request gave is null there. */
@@ -60,14 +72,27 @@ function ratio (a: number | null | undefined, b: number | null | undefined): num
   return a === null || a === undefined || b === null || b === undefined || b === 0 ? undefined : a / b
 }
 
-/** A row of this server over its reference peer's row: requests/s, CPU per request, peak RSS. */
+/** The best of the values present: the lowest with `Math.min`, the highest with `Math.max`. */
+function bestOf (values: ReadonlyArray<number | null | undefined>, pick: (...values: number[]) => number): number | undefined {
+  const present = values.filter((value): value is number => value !== null && value !== undefined && !Number.isNaN(value))
+  return present.length === 0 ? undefined : pick(...present)
+}
+
+const peerRows = (rows: readonly Row[], row: Pick<Row, 'case' | 'concurrency'>): Row[] =>
+  PEERS.map((peer) => find(rows, row.case, peer, row.concurrency)).filter((peer) => peer !== undefined)
+
+/**
+ * A row of this server over its reference: requests/s and CPU per request over the better peer's (the higher, the
+ * lower), peak RSS over the larger peer's; or each over the naive hook's.
+ */
 function ratiosToReference (rows: readonly Row[], row: Row): Ratios | undefined {
-  const peer = row.reference === null ? undefined : find(rows, row.case, row.reference, row.concurrency)
-  if (peer === undefined) return undefined
+  if (row.reference === null) return undefined
+  const references = row.reference === 'peers' ? peerRows(rows, row) : [find(rows, row.case, row.reference, row.concurrency)].filter((found) => found !== undefined)
+  if (references.length === 0) return undefined
   return {
-    requestsPerSecond: ratio(row.requestsPerSecond, peer.requestsPerSecond),
-    cpu: ratio(row.serverCpuMsPerRequest, peer.serverCpuMsPerRequest),
-    rss: ratio(row.peakRssMiB, peer.peakRssMiB)
+    requestsPerSecond: ratio(row.requestsPerSecond, bestOf(references.map((peer) => peer.requestsPerSecond), Math.max)),
+    cpu: ratio(row.serverCpuMsPerRequest, bestOf(references.map((peer) => peer.serverCpuMsPerRequest), Math.min)),
+    rss: ratio(row.peakRssMiB, bestOf(references.map((peer) => peer.peakRssMiB), Math.max))
   }
 }
 
@@ -89,7 +114,7 @@ function cells (rows: readonly Row[]): string[][] {
       row.peakRssMiB === null ? '–' : row.peakRssMiB.toFixed(0),
       row.serverCpuMsPerRequest === null ? '–' : row.serverCpuMsPerRequest.toFixed(3),
       row.loadCpuShare === null ? '–' : `${(100 * row.loadCpuShare).toFixed(0)} %`,
-      ratios === undefined ? '' : `${times(ratios.requestsPerSecond)} ${row.reference === 'fastify peer' ? 'fastify' : 'naive'}`,
+      ratios === undefined ? '' : `${times(ratios.requestsPerSecond)} ${row.reference === 'peers' ? 'peers' : 'naive'}`,
       ratios === undefined ? '' : times(ratios.cpu),
       ratios === undefined ? '' : times(ratios.rss)
     ]
@@ -127,16 +152,9 @@ function perRow (rows: readonly Row[], cases: (name: string) => boolean, side: S
   return rows.filter((row) => row.side === side && cases(row.case)).map((row) => ({ label: `${row.case} @${row.concurrency}`, value: value(row), met, show: (measured) => show(measured, row) }))
 }
 
-const peerRows = (rows: readonly Row[], row: Row): Row[] => PEERS.map((peer) => find(rows, row.case, peer, row.concurrency)).filter((peer) => peer !== undefined)
-
 export function targets (facts: RunFacts): Target[] {
   const { rows } = facts
   const podSet = (name: string): boolean => name.startsWith('PodSet')
-  /** The best of the values present: the lowest with `Math.min`, the highest with `Math.max`. */
-  const bestOf = (values: Array<number | null>, pick: (...values: number[]) => number): number | undefined => {
-    const present = values.filter((value): value is number => value !== null)
-    return present.length === 0 ? undefined : pick(...present)
-  }
   /**
    * A 304 side's requests/s over the better peer's (the higher), or its CPU per request over the better peer's (the
    * lower), at the row's case and concurrency.
@@ -151,8 +169,8 @@ export function targets (facts: RunFacts): Target[] {
     return floor === undefined ? times(value) : `${times(value)} (receive floor ${times(floor)})`
   }
   return [
-    verdict('Changed requests: server CPU per request <= 1.0x the minimal fastify hook\'s (PodSet 10, 100 and 2,000 pods)',
-      perRow(rows, podSet, 'ours', (row) => ratiosToReference(rows, row)?.cpu, (r) => r <= 1.0, times)),
+    verdict(`Changed requests: server CPU per request <= ${CHANGED_CPU}x the better peer's (fastify's or node:http's, the lower) (PodSet 10, 100 and 2,000 pods)`,
+      perRow(rows, podSet, 'ours', (row) => ratio(row.serverCpuMsPerRequest, bestOf(peerRows(rows, row).map((peer) => peer.serverCpuMsPerRequest), Math.min)), (r) => r <= CHANGED_CPU, times)),
     verdict('Peak RSS <= the larger peer\'s (fastify\'s or node:http\'s) at every size and concurrency',
       perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.max)), (r) => r <= 1.0, times)),
     verdict(`Peak RSS under the Deployment's memory limit (${facts.memoryLimitMiB} MiB) over the whole run`, [{
@@ -215,7 +233,13 @@ export function targetLines (list: readonly Target[]): string {
   return list.map((t) => `${label[t.verdict]}  ${t.target}: ${t.figure}`).join('\n')
 }
 
-/** What a run writes to bench/results.json: the page is made from it alone. */
+/** A case's request: its size, and the objects it carries besides its parent (a composite's observed children). */
+export interface RequestBody {
+  bytes: number
+  children: number
+}
+
+/** What a run writes to bench/results.json: the page and its charts are made from it alone. */
 export interface Results {
   /** When the run started (ISO 8601). */
   date: string
@@ -231,6 +255,8 @@ export interface Results {
   nodeArgs: string[]
   memoryLimitMiB: number
   elapsedSeconds: number
+  /** Each case's request, by case name. */
+  bodies: Record<string, RequestBody>
   rows: Row[]
   resync: RunFacts['resync']
   /** Counted when the run measured the PostgresWriter create; absent from runs before it was counted. */
@@ -246,7 +272,157 @@ export interface Results {
  */
 export const FULL_RUN_SECONDS = 3
 
-/** docs/benchmarks.md: the machine, the date, the targets and the table of one run, then how to read them. */
+/** The charts' files, in docs/ beside the page. */
+export const CHART_FILES = { cpu: 'benchmarks-cpu.svg', memory: 'benchmarks-memory.svg' } as const
+
+/** The concurrency the charts and the summary show (Metacontroller's default of 5 workers), when the run measured it. */
+const SHOWN_CONCURRENCY = 5
+
+const shownConcurrency = (results: Pick<Results, 'concurrency'>): number =>
+  results.concurrency.includes(SHOWN_CONCURRENCY) ? SHOWN_CONCURRENCY : results.concurrency[0] ?? SHOWN_CONCURRENCY
+
+/** A CPU time, in the unit that reads best: `45 µs`, `0.37 ms`, `3.8 ms`, `114 ms`. */
+export function duration (ms: number): string {
+  if (ms < 0.1) return `${(ms * 1000).toFixed(0)} µs`
+  if (ms < 1) return `${ms.toFixed(2)} ms`
+  return ms < 10 ? `${ms.toFixed(1)} ms` : `${ms.toFixed(0)} ms`
+}
+
+/** A request's size: `56 KiB`, `10.6 MiB`. */
+export function size (bytes: number): string {
+  if (bytes < 1024 * 1024) return `${(bytes / 1024).toFixed(bytes < 10 * 1024 ? 1 : 0)} KiB`
+  return `${(bytes / 1024 / 1024).toFixed(1)} MiB`
+}
+
+/** The PodSet cases measured, smallest first, with their requests. */
+function podSetCases (results: Results): Array<{ name: string, body: RequestBody }> {
+  return Object.entries(results.bodies)
+    .filter(([name]) => name.startsWith('PodSet') && results.rows.some((row) => row.case === name))
+    .map(([name, body]) => ({ name, body }))
+    .sort((a, b) => a.body.bytes - b.body.bytes)
+}
+
+/** A side's CPU per request in a case at the shown concurrency, and its range over every concurrency. */
+function cpuPoint (results: Results, name: string, sides: readonly SideName[], x: number): Point | undefined {
+  const at = (concurrency: number): number | undefined =>
+    bestOf(sides.map((side) => find(results.rows, name, side, concurrency)?.serverCpuMsPerRequest), Math.min)
+  const shown = at(shownConcurrency(results))
+  const all = results.concurrency.map(at).filter((value) => value !== undefined)
+  return shown === undefined ? undefined : { x, y: shown, low: Math.min(...all), high: Math.max(...all) }
+}
+
+/**
+ * What a changed sync costs a side: its CPU per request at the smallest PodSet measured, and what each further child
+ * object adds, on the line from there to the largest.
+ */
+function smallestAndPerObject (results: Results, sides: readonly SideName[]): { smallest: number, children: number, object: number } | undefined {
+  const cases = podSetCases(results)
+  const [first, last] = [cases[0], cases[cases.length - 1]]
+  if (first === undefined || last === undefined || first === last) return undefined
+  const [small, large] = [cpuPoint(results, first.name, sides, 0), cpuPoint(results, last.name, sides, 0)]
+  if (small === undefined || large === undefined) return undefined
+  return { smallest: small.y, children: first.body.children, object: (large.y - small.y) / (last.body.children - first.body.children) }
+}
+
+/** The opening of the page: what a call costs this server, per call and per object, against the peers. */
+function summary (results: Results): string[] {
+  const concurrency = shownConcurrency(results)
+  const cpu = (name: string, side: SideName): number | undefined => find(results.rows, name, side, concurrency)?.serverCpuMsPerRequest ?? undefined
+  const sentences: string[] = []
+  const ours = smallestAndPerObject(results, ['ours'])
+  const peers = smallestAndPerObject(results, PEERS)
+  const cases = podSetCases(results)
+  if (ours !== undefined && peers !== undefined) {
+    sentences.push(`A changed sync costs this server **${duration(ours.smallest)} of CPU with ${ours.children} objects in the request, and ` +
+      `${duration(ours.object)} more per further object** (the better of two minimal peers: ${duration(peers.smallest)} and ${duration(peers.object)}): ` +
+      `a PodSet sync took ${cases.map(({ name, body }) => `${duration(cpu(name, 'ours') ?? Number.NaN)} with ${body.children.toLocaleString('en')} pods (${size(body.bytes)})`).join(', ')}.`)
+  }
+  const etag = cases.map(({ name }) => cpu(name, 'ours, ETag')).filter((value) => value !== undefined)
+  if (etag.length > 0) {
+    sentences.push(`An unchanged resync that carries the ETag of its last answer is answered 304 unparsed, for ${etag.map(duration).join(', ')} at those sizes.`)
+  }
+  const writer = ['PostgresWriter unchanged resync', 'PostgresWriter create'].map((name) => [cpu(name, 'ours'), cpu(name, 'naive hook')])
+  const [[resync, naiveResync], [create, naiveCreate]] = writer as [[number | undefined, number | undefined], [number | undefined, number | undefined]]
+  if (resync !== undefined && create !== undefined) {
+    sentences.push(`A PostgresWriter sync costs ${duration(resync)} when its object is unchanged and ${duration(create)} when it is new ` +
+      `(a naive hook that writes the row on every call: ${duration(naiveResync ?? Number.NaN)} and ${duration(naiveCreate ?? Number.NaN)}).`)
+  }
+  return sentences.length === 0 ? [] : [sentences.join(' '), '']
+}
+
+const COLORS: Partial<Record<SideName, { color: string, dash?: string }>> = {
+  ours: { color: '#0969da' },
+  'ours, ETag': { color: '#0969da', dash: '7 4' },
+  'fastify peer': { color: '#bc4c00' },
+  'node:http peer': { color: '#1a7f37' },
+  'receive floor': { color: '#6e7781', dash: '2 3' },
+  'naive hook': { color: '#bc4c00' }
+}
+
+const LEGEND: Partial<Record<SideName, string>> = {
+  ours: 'this server',
+  'ours, ETag': 'this server, unchanged (304)',
+  'fastify peer': 'fastify peer',
+  'node:http peer': 'node:http peer',
+  'receive floor': 'receive floor (304)',
+  'naive hook': 'naive hook'
+}
+
+const trimmed = (value: number): string => String(Number(value.toPrecision(3)))
+/** The x axis of a PodSet chart: the request's size, in KiB, a tick at each power of 4 (16 KiB, 64 KiB, …). */
+const REQUEST_AXIS: Axis = { title: 'request body (log scale)', format: (kib) => kib >= 1024 ? `${trimmed(kib / 1024)} MiB` : `${trimmed(kib)} KiB`, scale: { log: 4 } }
+
+/** One line per side over the PodSet sizes, of a figure of its rows. */
+function podSetSeries (results: Results, sides: readonly SideName[], figure: (name: string, side: SideName, x: number) => Point | undefined): Series[] {
+  return sides.map((side): Series => ({
+    label: LEGEND[side] ?? side,
+    ...COLORS[side] ?? { color: '#000000' },
+    points: podSetCases(results).map(({ name, body }) => figure(name, side, body.bytes / 1024)).filter((point) => point !== undefined)
+  })).filter((series) => series.points.length > 0)
+}
+
+/** The page's charts, by file name: CPU per request against the request's size, and peak RSS. None without PodSet rows. */
+export function benchmarkCharts (results: Results): Record<string, string> {
+  const concurrency = shownConcurrency(results)
+  const whiskers = `at concurrency ${concurrency}; whiskers: ${results.concurrency.join(', ')}`
+  const cpuSeries = podSetSeries(results, ['ours', 'ours, ETag', 'fastify peer', 'node:http peer', 'receive floor'], (name, side, x) => cpuPoint(results, name, [side], x))
+  if (cpuSeries.length === 0) return {}
+  const writerBars = ['PostgresWriter unchanged resync', 'PostgresWriter create'].map((name) => ({
+    label: name.replace('PostgresWriter ', ''),
+    bars: (['ours', 'naive hook'] as const).map((side): Bar | undefined => {
+      const point = cpuPoint(results, name, [side], 0)
+      return point === undefined ? undefined : { label: LEGEND[side] ?? side, color: COLORS[side]?.color ?? '#000000', value: point.y, low: point.low, high: point.high }
+    }).filter((bar) => bar !== undefined)
+  })).filter((group) => group.bars.length > 0)
+  const cpu = chart(`CPU time per request against the request's size, ${whiskers}`, [
+    { width: 600, panel: { kind: 'lines', title: `PodSet sync: CPU per request (${whiskers})`, axes: { x: REQUEST_AXIS, y: { title: 'CPU ms per request (log scale)', format: trimmed, scale: { log: 10 } } }, series: cpuSeries } },
+    ...writerBars.length === 0
+      ? []
+      : [{ width: 300, panel: { kind: 'bars' as const, title: `PostgresWriter sync (${size(results.bodies['PostgresWriter create']?.bytes ?? 0)})`, yTitle: 'CPU ms per request', format: (value: number) => value.toFixed(2), groups: writerBars } }]
+  ])
+  const rss = (name: string, side: SideName, x: number): Point | undefined => {
+    const at = (level: number): number | undefined => find(results.rows, name, side, level)?.peakRssMiB ?? undefined
+    const shown = at(concurrency)
+    const all = results.concurrency.map(at).filter((value) => value !== undefined)
+    return shown === undefined ? undefined : { x, y: shown, low: Math.min(...all), high: Math.max(...all) }
+  }
+  const memory = chart(`Peak resident memory against the request's size, ${whiskers}`, [{
+    width: 600,
+    panel: {
+      kind: 'lines',
+      title: `PodSet sync: peak RSS (${whiskers})`,
+      axes: { x: REQUEST_AXIS, y: { title: 'peak RSS MiB', format: trimmed, scale: 'linear' } },
+      series: podSetSeries(results, ['ours', 'ours, ETag', 'fastify peer', 'node:http peer'], rss),
+      guide: { y: results.memoryLimitMiB, label: `the Deployment's memory limit, ${results.memoryLimitMiB} MiB` }
+    }
+  }])
+  return { [CHART_FILES.cpu]: cpu, [CHART_FILES.memory]: memory }
+}
+
+/**
+ * docs/benchmarks.md: what a call costs, in a few sentences and the charts; then the targets, the table, the run's
+ * machine and settings, and how to read them.
+ */
 export function benchmarkPage (results: Results): string {
   const { machine } = results
   const partial = [
@@ -257,26 +433,20 @@ export function benchmarkPage (results: Results): string {
     ? results.placement
     : `every side alone on CPU ${results.placement.sides}; the load and PostgreSQL on CPU ${results.placement.load}`
   const verdict = { met: 'met', 'not met': '**not met**', 'not measured': 'not measured' }
+  const charts = Object.keys(benchmarkCharts(results))
   return `${[
     '# Benchmarks',
     '',
     '<!-- Written by `npm run bench` from bench/results.json (bench/report.ts): run it again instead of editing this page. -->',
     '',
-    `How fast this server answers, against peers that compute the same answers, as \`npm run bench\` measured it on ${results.date.slice(0, 10)}. ` +
+    ...partial.length === 0 ? [] : [`> **A quick look, not a full run:** ${partial.join('; ')}. Run \`npm run bench\` on a quiet machine before reading figures from this page.`, ''],
+    ...summary(results),
+    ...charts.includes(CHART_FILES.cpu) ? [`![CPU time per request against the request's size, for this server and its peers](${CHART_FILES.cpu})`, ''] : [],
+    `Measured by \`npm run bench\` on ${results.date.slice(0, 10)}, on ${machine.cpus} CPUs (${machine.cpu}), each side alone on one of them, ` +
+      'against peers that compute the same answers: a minimal fastify hook and a `node:http` one. ' +
       'Runs on a shared or busy machine differ by more than some of the gaps below: compare sides within this run, not with another.',
-    ...partial.length === 0 ? [] : ['', `> **A quick look, not a full run:** ${partial.join('; ')}. Run \`npm run bench\` on a quiet machine before reading figures from this page.`],
     '',
-    '## The run',
-    '',
-    `- **date**: ${results.date}`,
-    `- **machine**: ${machine.cpu}, ${machine.cpus} CPUs, ${machine.memoryGiB} GiB of memory, ${machine.system}`,
-    `- **Node.js**: ${results.node}`,
-    `- **placement**: ${placement}`,
-    `- **load**: ${results.secondsPerRun} s per side and concurrency, at concurrency ${results.concurrency.join(', ')}; ${results.cases === null ? 'every case' : `the cases matching \`${results.cases}\``}`,
-    `- **PostgreSQL**: fsync ${results.postgresFsync}; a pool of ${results.poolMax} connections`,
-    `- **this server**: \`node ${results.nodeArgs.join(' ')} dist/server.js\`, as the Deployment runs it (memory limit ${results.memoryLimitMiB} MiB)`,
-    `- **the whole run**: ${results.elapsedSeconds} s`,
-    '',
+    ...charts.includes(CHART_FILES.memory) ? [`![Peak resident memory against the request's size, for this server and its peers](${CHART_FILES.memory})`, ''] : [],
     '## Targets',
     '',
     markdownTable(['target', 'verdict', 'figures'], ['left', 'left', 'left'], results.targets.map((target) => [target.target, verdict[target.verdict], target.figure])),
@@ -286,6 +456,18 @@ export function benchmarkPage (results: Results): string {
     '## Results',
     '',
     markdownTable(HEADER, HEADER.map((_, column) => column < 2 ? 'left' : 'right'), cells(results.rows)),
+    '',
+    '## The run',
+    '',
+    `- **date**: ${results.date}`,
+    `- **machine**: ${machine.cpu}, ${machine.cpus} CPUs, ${machine.memoryGiB} GiB of memory, ${machine.system}`,
+    `- **Node.js**: ${results.node}`,
+    `- **placement**: ${placement}`,
+    `- **load**: ${results.secondsPerRun} s per side and concurrency, at concurrency ${results.concurrency.join(', ')}; ${results.cases === null ? 'every case' : `the cases matching \`${results.cases}\``}`,
+    `- **requests**: ${Object.entries(results.bodies).map(([name, body]) => `${name} ${size(body.bytes)}`).join(', ')}`,
+    `- **PostgreSQL**: fsync ${results.postgresFsync}; a pool of ${results.poolMax} connections`,
+    `- **this server**: \`node ${results.nodeArgs.join(' ')} dist/server.js\`, as the Deployment runs it (memory limit ${results.memoryLimitMiB} MiB)`,
+    `- **the whole run**: ${results.elapsedSeconds} s`,
     '',
     PAGE_LEGEND
   ].join('\n')}\n`
@@ -316,7 +498,7 @@ case, and the sides alternate in slices so that each sees the same share of the 
 | peak RSS MiB | the side's process's peak resident set during the row |
 | CPU ms/req | the side's process's CPU time (all threads) per answered request: the steadiest figure on a busy machine |
 | load CPU | the bench's own CPU time over the time it drove the row: near 100 % when the load, not the side, set the pace |
-| vs peer | on this server's rows: req/s, CPU per request and peak RSS over the fastify peer's (PodSet) or the naive hook's (PostgresWriter), same case and concurrency |
+| vs peer | on this server's rows, same case and concurrency: req/s and CPU per request over the better peer's (PodSet: the higher req/s, the lower CPU of the fastify and node:http peers) and peak RSS over the larger peer's, or each over the naive hook's (PostgresWriter) |
 
 A missed target does not fail the bench: it measures, it does not test. How to run it, its options and profiling:
 [bench/README.md](../bench/README.md).`

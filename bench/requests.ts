@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { podSetRequest } from '../dev/api-server/podset-requests.js'
+import type { RequestBody } from './report.js'
 
 /** The hook requests the benchmark sends: the test fixtures, compact as Metacontroller's Go encoder writes them. */
 
@@ -56,4 +57,11 @@ export function postgresWriterCreate (): { request: Json, next: () => string } {
 /** The fixture of an unchanged object's periodic resync (its row written by an earlier sync). */
 export function postgresWriterResync (): Json {
   return fixture('postgres-writer', 'sync-resync')
+}
+
+/** A request's size, and the objects it carries besides its parent: a composite's children, a decorator's attachments. */
+export function requestBody (text: string): RequestBody {
+  const request = JSON.parse(text) as { children?: Record<string, object>, attachments?: Record<string, object> }
+  const groups = Object.values(request.children ?? request.attachments ?? {})
+  return { bytes: Buffer.byteLength(text), children: groups.reduce((sum, group) => sum + Object.keys(group).length, 0) }
 }

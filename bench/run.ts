@@ -13,8 +13,8 @@ import { startServer as startServerProcess } from '../dev/server-process.js'
 import { deployment } from '../dev/deployment.js'
 import { startWireCounter } from '../dev/pg-wire-count.js'
 import { httpLoad, measurement, poolLoad, type HttpLoad, type Length, type Sample } from './load.js'
-import { benchmarkPage, createCostLines, table, targetLines, targets, type CreateCosts, type Results, type Row, type SideName } from './report.js'
-import { compositeCases, postgresWriterCreate, postgresWriterResync, type CompositeCase } from './requests.js'
+import { benchmarkCharts, benchmarkPage, createCostLines, table, targetLines, targets, type CreateCosts, type Reference, type RequestBody, type Results, type Row, type SideName } from './report.js'
+import { compositeCases, postgresWriterCreate, postgresWriterResync, requestBody, type CompositeCase } from './requests.js'
 
 /**
  * `npm run bench` (after `npm run build`): this server from dist/ in its own process, started as the Deployment
@@ -192,6 +192,7 @@ const loopPool = new pg.Pool({ connectionString: databaseUrl, max: config.databa
 // Stopping the embedded database can reach a connection that is still closing; that is no failure of the run.
 for (const pool of [admin, loopPool]) pool.on('error', () => {})
 const rows: Row[] = []
+const bodies: Record<string, RequestBody> = {}
 const failures: string[] = []
 const resync = { rowWrites: 0, hookRequests: 0, loopQueries: 0 }
 let createCosts: CreateCosts | null = null
@@ -225,7 +226,7 @@ async function drivenBy<T> (record: SideRecord, work: () => Promise<T>): Promise
  * runs (the fastify peer's 125-130); with 8, from 103 to 108 over three. A side answered 304 gets ten times as many:
  * each costs about a tenth, and four of them came to a few ticks of the 10 ms CPU clock.
  */
-async function compare (name: string, sides: Side[], large: boolean, reference?: SideName): Promise<void> {
+async function compare (name: string, sides: Side[], large: boolean, reference?: Reference): Promise<void> {
   const slices = large ? 1 : Math.max(1, Math.round(seconds))
   const length = (side: Side, concurrency: number): Length => large
     ? { requests: Math.max(8, 2 * concurrency) * (side.load?.status === 304 ? 10 : 1) }
@@ -269,9 +270,10 @@ async function compare (name: string, sides: Side[], large: boolean, reference?:
         failed: measured.unexpectedStatus > 0 || measured.errors > 0
       }
     })
-    const referenceRow = level.find((row) => row.side === reference)
+    const compared: SideName[] = reference === 'peers' ? ['fastify peer', 'node:http peer'] : reference === undefined ? [] : [reference]
+    const referenced = level.some((row) => compared.includes(row.side))
     for (const row of level) {
-      if (referenceRow !== undefined && row.side.startsWith('ours')) row.reference = referenceRow.side
+      if (referenced && row.side.startsWith('ours')) row.reference = reference ?? null
       progress(row)
     }
     rows.push(...level)
@@ -398,6 +400,7 @@ try {
       if (first !== undefined) {
         request.object.status = (JSON.parse(first.text) as { status: unknown }).status
         const body = JSON.stringify(request)
+        bodies[resyncName] = requestBody(body)
         // In this run's fresh schema, the first non-zero count is that first sync's insert, once published.
         for (const deadline = Date.now() + STATS_FLUSH_MS + 5000; resyncBefore === 0 && Date.now() < deadline; await sleep(200)) {
           resyncBefore = await rowWrites(admin, schema, resyncTable)
@@ -422,6 +425,7 @@ try {
     ['ours', 'ours, ETag', ...composite.peers ? ['fastify peer', 'node:http peer', 'receive floor'] as const : []],
     async ({ ours, 'ours, ETag': oursEtag, 'fastify peer': fastifyPeer, 'node:http peer': httpPeer, 'receive floor': receiveFloor }) => {
       const body = composite.body()
+      bodies[composite.name] = requestBody(body)
       const { path } = composite
       const answer = await answerOf(composite.name, ours, { path, body })
       if (answer === undefined) return
@@ -453,7 +457,7 @@ try {
         sides.push(onProcess('fastify peer', fastifyPeer, { path, body }), onProcess('node:http peer', httpPeer, { path, body }))
         if (notModified !== undefined) sides.push(onProcess('receive floor', receiveFloor, notModified))
       }
-      await compare(composite.name, sides, composite.large, composite.peers ? 'fastify peer' : undefined)
+      await compare(composite.name, sides, composite.large, composite.peers ? 'peers' : undefined)
     })
   for (const composite of composites.filter((c) => !c.large)) await measureComposite(composite)
 
@@ -466,6 +470,7 @@ try {
   if (selected(createName)) {
     await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': fastifyPeer }) => {
       const { request, next } = postgresWriterCreate()
+      bodies[createName] = requestBody(next())
       const { namespace } = request.object.metadata
       const { table: createTable, name: person, age, country } = request.object.spec
       const sql = rowStatements.upsert(schema, createTable)
@@ -513,6 +518,7 @@ const results: Results = {
   nodeArgs: manifest.nodeArgs,
   memoryLimitMiB: manifest.memoryLimitMiB,
   elapsedSeconds,
+  bodies,
   rows,
   resync,
   createCosts,
@@ -522,5 +528,6 @@ const results: Results = {
 }
 await writeFile(join(root, 'bench', 'results.json'), `${JSON.stringify(results, null, 2)}\n`)
 await writeFile(join(root, 'docs', 'benchmarks.md'), benchmarkPage(results))
+for (const [file, svg] of Object.entries(benchmarkCharts(results))) await writeFile(join(root, 'docs', file), svg)
 
 process.exit(failures.length > 0 || rows.some((row) => row.failed) ? 1 : 0)

@@ -2,14 +2,15 @@ import assert from 'node:assert/strict'
 import { existsSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
-import { benchmarkPage, createCostLines, FULL_RUN_SECONDS, targets, type Results, type Row, type SideName, type Target } from '../../bench/report.js'
+import { powers } from '../../bench/charts.js'
+import { benchmarkCharts, benchmarkPage, CHART_FILES, createCostLines, duration, FULL_RUN_SECONDS, targets, type Reference, type Results, type Row, type SideName, type Target } from '../../bench/report.js'
 
 /** The verdicts of the bench (bench/report.ts), from rows as a run records them, and the page made from a run's results. */
 
 /** What a row holds beside the figures a test sets. */
 const measured = { requests: 1000, seconds: 1, p50Ms: 1, p99Ms: 2, maxMs: 3, unexpectedStatus: 0, errors: 0, loadCpuShare: 0.2, failed: false }
 
-function row (name: string, side: SideName, concurrency: number, requestsPerSecond: number, serverCpuMsPerRequest: number | null, peakRssMiB: number | null, reference: SideName | null = null): Row {
+function row (name: string, side: SideName, concurrency: number, requestsPerSecond: number, serverCpuMsPerRequest: number | null, peakRssMiB: number | null, reference: Reference | null = null): Row {
   return { ...measured, case: name, side, concurrency, requestsPerSecond, serverCpuMsPerRequest, peakRssMiB, reference }
 }
 
@@ -30,7 +31,7 @@ test('each target compares this server with its reference in the same case and c
   const podSet = 'PodSet 100 pods'
   const resync = 'PostgresWriter unchanged resync'
   const rows = [
-    row(podSet, 'ours', 1, 1000, 0.9, 95, 'fastify peer'),
+    row(podSet, 'ours', 1, 1000, 0.85, 95, 'peers'),
     row(podSet, 'ours, ETag', 1, 12_000, 0.12, 80),
     row(podSet, 'fastify peer', 1, 900, 1.0, 100),
     row(podSet, 'node:http peer', 1, 1100, 0.95, 85),
@@ -38,7 +39,7 @@ test('each target compares this server with its reference in the same case and c
     row(resync, 'naive hook', 5, 1000, 0.15, 80)
   ]
   const list = targets({ rows, resync: { rowWrites: 0, hookRequests: 5000, loopQueries: 100 }, wholeRunPeakRssMiB: { ours: 200, 'ours, ETag': 210, 'fastify peer': 400 }, memoryLimitMiB: 768 })
-  assert.equal(verdictOf(list, 'Changed requests').verdict, 'met', '0.9 ms against fastify\'s 1.0')
+  assert.equal(verdictOf(list, 'Changed requests').verdict, 'met', '0.85 ms against the better peer\'s, node:http\'s 0.95: 0.89×')
   assert.equal(verdictOf(list, 'Peak RSS <=').verdict, 'met', '95 MiB against the larger peer\'s, fastify\'s 100 (node:http\'s 85)')
   assert.equal(verdictOf(list, 'Peak RSS under').verdict, 'met')
   assert.match(verdictOf(list, 'Peak RSS under').figure, /^this server 210 MiB/)
@@ -64,6 +65,12 @@ function resultsOf (rows: Row[], overrides: Partial<Results> = {}): Results {
     postgresFsync: 'on',
     nodeArgs: ['--max-old-space-size=256'],
     elapsedSeconds: 270,
+    bodies: {
+      'PodSet 10 pods': { bytes: 57_000, children: 10 },
+      'PodSet 100 pods': { bytes: 556_000, children: 100 },
+      'PodSet 2,000 pods': { bytes: 11_100_000, children: 2000 },
+      'PostgresWriter create': { bytes: 2100, children: 0 }
+    },
     ...facts,
     targets: targets(facts),
     failures: [],
@@ -73,7 +80,7 @@ function resultsOf (rows: Row[], overrides: Partial<Results> = {}): Results {
 }
 
 const pageRows = [
-  row('PodSet 100 pods', 'ours', 1, 1000, 0.9, 90, 'fastify peer'),
+  row('PodSet 100 pods', 'ours', 1, 1000, 0.9, 90, 'peers'),
   row('PodSet 100 pods', 'fastify peer', 1, 900, 1.0, 100),
   { ...row('PodSet 2,000 pods', 'ours', 16, 0, null, 150), p50Ms: Number.NaN, p99Ms: Number.NaN, maxMs: Number.NaN, failed: true, errors: 3 }
 ]
@@ -81,11 +88,11 @@ const pageRows = [
 test('the benchmark page holds the run\'s date, machine and settings, its targets and its table', () => {
   const page = benchmarkPage(resultsOf(pageRows))
   assert.match(page, /^# Benchmarks\n\n<!-- Written by `npm run bench` from bench\/results.json/)
-  assert.match(page, /as `npm run bench` measured it on 2026-11-20\./)
+  assert.match(page, /^Measured by `npm run bench` on 2026-11-20, on 2 CPUs \(Example CPU @ 2\.00GHz\)/m)
   assert.match(page, /^- \*\*machine\*\*: Example CPU @ 2\.00GHz, 2 CPUs, 8 GiB of memory, Linux 6\.1\.0 x64$/m)
   assert.match(page, /^- \*\*this server\*\*: `node --max-old-space-size=256 dist\/server\.js`, as the Deployment runs it \(memory limit 768 MiB\)$/m)
-  assert.match(page, /^\| Changed requests: server CPU per request <= 1\.0x the minimal fastify hook's \(PodSet 10, 100 and 2,000 pods\) \| \*\*not met\*\* \| PodSet 100 pods @1 0\.90×, PodSet 2,000 pods @16 not measured \|$/m)
-  assert.match(page, /^\| PodSet 100 pods \| ours \| 1 \| 1000 \| 1\.00 \| 2\.00 \| 3\.00 \| 0 \| 90 \| 0\.900 \| 20 % \| 1\.11× fastify \| 0\.90× \| 0\.90× \|$/m)
+  assert.match(page, /^\| Changed requests: server CPU per request <= 0\.9x the better peer's .* \| \*\*not met\*\* \| PodSet 100 pods @1 0\.90×, PodSet 2,000 pods @16 not measured \|$/m)
+  assert.match(page, /^\| PodSet 100 pods \| ours \| 1 \| 1000 \| 1\.00 \| 2\.00 \| 3\.00 \| 0 \| 90 \| 0\.900 \| 20 % \| 1\.11× peers \| 0\.90× \| 0\.90× \|$/m)
   assert.match(page, /^\| PodSet 2,000 pods \| ours \| 16 \| 0\.0 \| – \| – \| – \| 3 FAILED \| 150 \| – \| 20 % \| {2}\| {2}\| {2}\|$/m, 'figures no request gave are dashes')
   assert.doesNotMatch(page, /quick look/)
   assert.ok(page.endsWith('\n') && !page.endsWith('\n\n'))
@@ -103,14 +110,105 @@ test('the page says what a PostgresWriter create costs in round trips and statem
 
 test('a run of short slices, or of some cases only, is marked as a quick look at the top of its page', () => {
   const short = benchmarkPage(resultsOf(pageRows, { secondsPerRun: 1, cases: 'PodSet' }))
-  assert.match(short.split('## The run')[0] ?? '', new RegExp(`^> \\*\\*A quick look, not a full run:\\*\\* 1 s per side and concurrency, under the ${FULL_RUN_SECONDS} s of a full run; only the cases matching \`PodSet\`\\.`, 'm'))
+  assert.match(short.split('## Targets')[0] ?? '', new RegExp(`^> \\*\\*A quick look, not a full run:\\*\\* 1 s per side and concurrency, under the ${FULL_RUN_SECONDS} s of a full run; only the cases matching \`PodSet\`\\.`, 'm'))
   assert.match(benchmarkPage(resultsOf(pageRows, { cases: 'pulsar' })), /^> \*\*A quick look, not a full run:\*\* only the cases matching `pulsar`\./m)
 })
 
-test('docs/benchmarks.md is committed with the bench/results.json it was made from, and is what the generator makes of it', () => {
+/** Every side of the PodSet cases at every concurrency, CPU per request growing with the pods, and PostgresWriter's sides. */
+function fullRows (): Row[] {
+  const sides: Array<[SideName, number, number]> = [['ours', 0.04, 60], ['ours, ETag', 0.004, 50], ['fastify peer', 0.05, 40], ['node:http peer', 0.045, 30], ['receive floor', 0.003, 35]]
+  const rows: Row[] = []
+  for (const [name, pods] of [['PodSet 10 pods', 10], ['PodSet 100 pods', 100], ['PodSet 2,000 pods', 2000]] as const) {
+    for (const concurrency of [1, 5, 16]) {
+      for (const [side, perPod, rss] of sides) {
+        rows.push(row(name, side, concurrency, 1000 / pods, 0.2 + perPod * pods * (concurrency === 5 ? 1 : 1.1), rss + pods / 10, side === 'ours' ? 'peers' : null))
+      }
+    }
+  }
+  for (const name of ['PostgresWriter unchanged resync', 'PostgresWriter create']) {
+    for (const concurrency of [1, 5, 16]) rows.push(row(name, 'ours', concurrency, 3000, 0.25, 100, 'naive hook'), row(name, 'naive hook', concurrency, 3000, 0.2, 80))
+  }
+  return rows
+}
+
+test('the page opens with what a call costs, per call and per object, against the peers, and the charts', () => {
+  const page = benchmarkPage(resultsOf(fullRows()))
+  const opening = page.split('## Targets')[0] ?? ''
+  // At concurrency 5: 0.2 + 0.04 ms per pod (ours), 0.2 + 0.045 (node:http, the better peer).
+  assert.match(opening, /A changed sync costs this server \*\*0\.60 ms of CPU with 10 objects in the request, and 40 µs more per further object\*\* \(the better of two minimal peers: 0\.65 ms and 45 µs\)/)
+  assert.match(opening, /a PodSet sync took 0\.60 ms with 10 pods \(56 KiB\), 4\.2 ms with 100 pods \(543 KiB\), 80 ms with 2,000 pods \(10\.6 MiB\)\./)
+  assert.match(opening, /answered 304 unparsed, for 0\.24 ms, 0\.60 ms, 8\.2 ms at those sizes/)
+  assert.match(opening, /A PostgresWriter sync costs 0\.25 ms when its object is unchanged and 0\.25 ms when it is new \(a naive hook that writes the row on every call: 0\.20 ms and 0\.20 ms\)/)
+  assert.match(opening, new RegExp(`!\\[CPU time per request[^\\]]*\\]\\(${CHART_FILES.cpu}\\)`))
+  assert.match(opening, new RegExp(`!\\[Peak resident memory[^\\]]*\\]\\(${CHART_FILES.memory}\\)`))
+  assert.ok(page.indexOf('## Targets') < page.indexOf('## Results'), 'then the targets, then the table')
+})
+
+test('a run without PodSet cases has no charts, and its page links none', () => {
+  const rows = fullRows().filter((one) => one.case.startsWith('PostgresWriter'))
+  assert.deepEqual(benchmarkCharts(resultsOf(rows)), {})
+  assert.doesNotMatch(benchmarkPage(resultsOf(rows)), /\.svg\)/)
+})
+
+/** The elements of an SVG document, checked to nest and close as XML requires. */
+function elements (svg: string): Array<{ name: string, attributes: Record<string, string> }> {
+  const open: string[] = []
+  const found: Array<{ name: string, attributes: Record<string, string> }> = []
+  for (const [, closing, name, attributes = '', selfClosing] of svg.matchAll(/<(\/?)([a-z]+)([^>]*?)(\/?)>/g)) {
+    if (closing === '/') {
+      assert.equal(open.pop(), name, `</${name}> closes what was opened last`)
+      continue
+    }
+    found.push({ name: name as string, attributes: Object.fromEntries([...attributes.matchAll(/([a-z-]+)="([^"]*)"/g)].map(([, key, value]) => [key, value])) })
+    if (selfClosing !== '/') open.push(name as string)
+  }
+  assert.deepEqual(open, [], 'every element is closed')
+  return found
+}
+
+test('the CPU chart draws each side as a line over the request sizes: further right for a larger request, higher for more CPU', () => {
+  const charts = benchmarkCharts(resultsOf(fullRows()))
+  assert.deepEqual(Object.keys(charts).sort(), [CHART_FILES.cpu, CHART_FILES.memory].sort())
+  for (const svg of Object.values(charts)) {
+    const [root] = elements(svg)
+    assert.equal(root?.name, 'svg')
+    assert.equal(root?.attributes.xmlns, 'http://www.w3.org/2000/svg')
+    assert.match(svg, /^<svg [^>]*viewBox="0 0 \d+ \d+"/, 'a size of its own, for GitHub to show it inline')
+    assert.doesNotMatch(svg, /<script|href=/, 'nothing GitHub would strip or fetch')
+  }
+  const lines = elements(charts[CHART_FILES.cpu] ?? '').filter((element) => element.name === 'polyline')
+  assert.equal(lines.length, 5, 'this server, its 304s, the two peers and the receive floor')
+  const points = lines.map((element) => (element.attributes.points ?? '').split(' ').map((pair) => pair.split(',').map(Number) as [number, number]))
+  for (const line of points) {
+    assert.equal(line.length, 3, 'one point per PodSet size')
+    assert.ok(line[0]![0] < line[1]![0] && line[1]![0] < line[2]![0], 'larger requests further right')
+    assert.ok(line[0]![1] > line[1]![1] && line[1]![1] > line[2]![1], 'more CPU higher up (a smaller y)')
+  }
+  // The same x for the same request on every line, and on a log scale: 10x the bytes (57 kB to 556 kB) spans as much
+  // as 20x (556 kB to 11.1 MB) spans log(20)/log(10) of.
+  const [first] = points as [[number, number][]]
+  for (const line of points) assert.deepEqual(line.map(([x]) => x), first.map(([x]) => x))
+  const ratio = (first[2]![0] - first[1]![0]) / (first[1]![0] - first[0]![0])
+  assert.ok(Math.abs(ratio - Math.log(11_100_000 / 556_000) / Math.log(556_000 / 57_000)) < 0.01, String(ratio))
+  assert.equal(elements(charts[CHART_FILES.cpu] ?? '').filter((element) => element.name === 'rect').length, 1 + 4, 'the background and PostgresWriter\'s four bars')
+  assert.match(charts[CHART_FILES.memory] ?? '', /the Deployment's memory limit, 768 MiB/)
+})
+
+test('log axes tick at each power of their base around the values, and times read in their best unit', () => {
+  assert.deepEqual(powers([57, 11_000], 4), [16, 64, 256, 1024, 4096, 16384])
+  assert.deepEqual(powers([1024], 4), [1024, 4096])
+  assert.deepEqual(powers([0.05, 130], 10), [0.01, 0.1, 1, 10, 100, 1000])
+  assert.deepEqual([0.045, 0.37, 3.81, 114.2].map(duration), ['45 µs', '0.37 ms', '3.8 ms', '114 ms'])
+})
+
+test('docs/benchmarks.md and its charts are committed with the bench/results.json they were made from, and are what the generator makes of it', () => {
   const root = join(import.meta.dirname, '..', '..')
   const [page, results] = [join(root, 'docs', 'benchmarks.md'), join(root, 'bench', 'results.json')]
   assert.equal(existsSync(page), existsSync(results), 'both or neither: `npm run bench` writes them together')
   if (!existsSync(page)) return
-  assert.equal(readFileSync(page, 'utf8'), benchmarkPage(JSON.parse(readFileSync(results, 'utf8')) as Results), 'run `npm run bench` again rather than editing docs/benchmarks.md')
+  const committed = JSON.parse(readFileSync(results, 'utf8')) as Results
+  assert.equal(readFileSync(page, 'utf8'), benchmarkPage(committed), 'run `npm run bench` again rather than editing docs/benchmarks.md')
+  for (const [file, svg] of Object.entries(benchmarkCharts(committed))) {
+    assert.equal(readFileSync(join(root, 'docs', file), 'utf8'), svg, `run \`npm run bench\` again rather than editing docs/${file}`)
+  }
 })
