@@ -7,16 +7,18 @@ import { HookError } from '../framework/errors.js'
  */
 
 /**
- * A real hook request has about one JSON value per 17 bytes (the 2,000-pod PodSet with managedFields: 668,124 in
- * 11.1 MB), so a body within the limit needs at most one per 16 bytes. A body of empty arrays has one per 3 bytes,
- * and each costs V8 some 80 bytes to parse: refusing it bounds a parse to a few bytes per byte of the limit.
+ * A real hook request has about one JSON value per REAL_BYTES_PER_VALUE bytes (the 2,000-pod PodSet with
+ * managedFields: 608,115 in 11.1 MB, not counting what is in its strings), so a body within the limit needs at most one per 16 bytes. A body of empty
+ * arrays has one per 3 bytes, and each costs V8 some 80 bytes to parse: refusing it bounds a parse to a few bytes per
+ * byte of the limit.
  */
 export const BYTES_PER_VALUE = 16
+const REAL_BYTES_PER_VALUE = 18
 
 export interface BodyLimits {
   /** HOOKS_BODY_LIMIT: the largest body, in bytes. */
   bytes: number
-  /** The most JSON values a body may have, counted as `{`, `[` and `,` bytes (see countValues). */
+  /** The most JSON values a body may have: its objects, arrays and commas, outside strings (see scanJson). */
   values: number
 }
 
@@ -30,39 +32,8 @@ export function bodyTooLarge (limit: number): HookError {
 
 function tooManyValues (limits: BodyLimits): HookError {
   return new HookError(413, `request body has more than ${limits.values} JSON values (objects, arrays and commas counted), more than any ` +
-    `real hook request within HOOKS_BODY_LIMIT (${limits.bytes} bytes) has: Kubernetes objects have about one per ${BYTES_PER_VALUE + 1} bytes. ` +
+    `real hook request within HOOKS_BODY_LIMIT (${limits.bytes} bytes) has: Kubernetes objects have about one per ${REAL_BYTES_PER_VALUE} bytes. ` +
     'If the parent is real, raise HOOKS_BODY_LIMIT (this bound grows with it) and the memory limit of the hook server with it')
-}
-
-const VALUE_BYTES = new Uint8Array(256)
-for (const byte of ['{', '[', ',']) VALUE_BYTES[byte.charCodeAt(0)] = 1
-
-/**
- * The `{`, `[` and `,` bytes of a piece of JSON, strings included: every object and array, plus one per element
- * after the first of each, so about the number of values (an overcount where strings hold those characters, which
- * only makes the bound stricter). Four bytes at a time.
- */
-export function countValues (bytes: Uint8Array): number {
-  let count = 0
-  let index = 0
-  const unaligned = Math.min(bytes.length, (4 - (bytes.byteOffset & 3)) & 3)
-  for (; index < unaligned; index++) count += VALUE_BYTES[bytes[index] as number] as number
-  const words = (bytes.length - index) >>> 2
-  if (words > 0) {
-    const view = new Uint32Array(bytes.buffer, bytes.byteOffset + index, words)
-    for (let word = 0; word < words; word++) {
-      const value = view[word] as number
-      // A byte of `brace` is 0 where the byte was `{` or `[` (0x7b, 0x5b), a byte of `comma` where it was `,`.
-      const brace = (value | 0x20202020) ^ 0x7b7b7b7b
-      const comma = value ^ 0x2c2c2c2c
-      // Per byte, ((b & 0x7f) + 0x7f) | b has its high bit set unless b is 0, with no carry into the next byte.
-      const zero = ~((((brace & 0x7f7f7f7f) + 0x7f7f7f7f) | brace) & (((comma & 0x7f7f7f7f) + 0x7f7f7f7f) | comma)) & 0x80808080
-      count += Math.imul(zero >>> 7, 0x01010101) >>> 24
-    }
-    index += words * 4
-  }
-  for (; index < bytes.length; index++) count += VALUE_BYTES[bytes[index] as number] as number
-  return count
 }
 
 /** A body as received: its bytes, in the chunks they came in. */
@@ -72,35 +43,38 @@ export interface ReceivedBody {
 }
 
 /**
- * The body as JSON, once its values are counted (413 past the bound), without the contents of its managedFields
- * (see withoutManagedFields). Decoded once (see textEncoding). Plain `JSON.parse`, without a reviver; only a
- * text that spells `__proto__` or `constructor`, or escapes a character, is walked for prototype keys.
+ * The body as JSON, once its values are counted (413 past the bound) and its nesting checked (400 past MAX_DEPTH),
+ * without the contents of its managedFields (see withoutManagedFields). Decoded once (see textEncoding). Plain
+ * `JSON.parse`, without a reviver; only a body that has a `__proto__` or `constructor` string, or escapes a character
+ * with `\u`, is walked for prototype keys.
  */
 export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
   if (body.length === 0) throw new HookError(400, 'request body is empty: send a Metacontroller v2 hook request as JSON')
-  // Each value takes a byte at least: a body no longer than the bound on values cannot pass it, nor nest deep enough
-  // to cost much (see MAX_DEPTH).
-  const checked = body.length > limits.values
-  if (checked) {
-    let values = 0
-    for (const chunk of body.chunks) {
-      values += countValues(chunk)
-      if (values > limits.values) throw tooManyValues(limits)
-    }
-  }
   const bytes = joined(body)
-  if (checked && textNestsDeeperThan(bytes, MAX_DEPTH)) {
-    throw new HookError(400, `request body nests objects and arrays more than ${MAX_DEPTH} levels deep, deeper than anything the API server ` +
-      'stores (it refuses JSON nested more than 10,000 levels): send a Metacontroller v2 hook request about a real object')
+  let text: string
+  let prototypeKeys: boolean
+  // Each value takes a byte at least: a body no longer than the bound on values cannot pass it, nor nest deep enough
+  // to cost much (see MAX_DEPTH); only its managedFields are looked for.
+  if (body.length > limits.values) {
+    const scan = scanJson(bytes)
+    if (scan.values > limits.values) throw tooManyValues(limits)
+    if (scan.tooDeep) {
+      throw new HookError(400, `request body nests objects and arrays more than ${MAX_DEPTH} levels deep, deeper than anything the API server ` +
+        'stores (it refuses JSON nested more than 10,000 levels): send a Metacontroller v2 hook request about a real object')
+    }
+    text = textWithout(bytes, scan.managedFields)
+    prototypeKeys = scan.prototypeKey || bytes.includes(UNICODE_ESCAPE)
+  } else {
+    text = withoutManagedFields(bytes)
+    prototypeKeys = PROTOTYPE_KEY_TEXT.test(text)
   }
-  const text = withoutManagedFields(bytes)
   let value: unknown
   try {
     value = JSON.parse(text)
   } catch (error) {
     throw new HookError(400, `request body is not valid JSON (${jsonError(bytes, error)}): send a Metacontroller v2 hook request`)
   }
-  if (PROTOTYPE_KEY_TEXT.test(text)) refusePrototypeKeys(value)
+  if (prototypeKeys) refusePrototypeKeys(value)
   return value
 }
 
@@ -109,6 +83,7 @@ export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
  * the three costs about two thirds of three `includes` (0.19 ms against 0.32 for a 544 KiB body).
  */
 const PROTOTYPE_KEY_TEXT = /__proto__|constructor|\\u/
+const UNICODE_ESCAPE = Buffer.from('\\u')
 
 /**
  * Refuses (400) a `__proto__` key, or a `constructor` key holding a `prototype`, anywhere in a parsed body, as
@@ -168,27 +143,110 @@ export const MAX_DEPTH = 10_016
 const QUOTE = 0x22
 const BACKSLASH = 0x5c
 
+/** What scanJson found in a body. */
+export interface JsonScan {
+  /** Its JSON values: each object and array, and one more per `,` between elements or members. */
+  values: number
+  /** It nests objects and arrays more than MAX_DEPTH deep. */
+  tooDeep: boolean
+  /** Where the contents of its `"managedFields":[…]` arrays lie, as pairs of offsets: after the `[`, at the `]`. */
+  managedFields: number[]
+  /** It has a string `__proto__` or `constructor` (a key or a value). */
+  prototypeKey: boolean
+}
+
+const COMMA = 0x2c
+/** What scanJson looks at: quotes, commas, opening brackets and closing brackets; other bytes are 0. */
+const STRUCTURE = new Uint8Array(256)
+STRUCTURE[QUOTE] = 1
+STRUCTURE[COMMA] = 2
+STRUCTURE[0x5b] = STRUCTURE[0x7b] = 3
+STRUCTURE[0x5d] = STRUCTURE[0x7d] = 4
+const MANAGED_FIELDS_KEY = Buffer.from('managedFields')
+const PROTO_KEY = Buffer.from('__proto__')
+const CONSTRUCTOR_KEY = Buffer.from('constructor')
+
+/** Whether the string whose bytes lie from `start` to `end` is `word`. */
+function spells (bytes: Buffer, start: number, end: number, word: Buffer): boolean {
+  if (end - start !== word.length) return false
+  for (let index = 0; index < word.length; index++) if (bytes[start + index] !== word[index]) return false
+  return true
+}
+
 /**
- * wire/objects.ts's nestsDeeperThan for a body not parsed yet: whether `bytes` (JSON) nests objects and arrays more
- * than `limit` deep. Strings are skipped, escapes included.
+ * One pass over a body of JSON, for what parseBody must know of a large one before it parses it: its values and
+ * whether it nests deeper than `maxDepth` (strings skipped, escapes included), the managedFields arrays
+ * withoutManagedFields would empty, and whether a string spells a prototype key. Strings are skipped in the loop
+ * itself: a real request has a string every 16 bytes, and a native search per string cost more than the bytes it
+ * skipped (65 ms against 53 for an 11 MB request). The pass stops at a nesting deeper than `maxDepth`, and at an
+ * unterminated string, which JSON.parse refuses.
  */
-export function textNestsDeeperThan (bytes: Buffer, limit: number): boolean {
+export function scanJson (bytes: Buffer, maxDepth = MAX_DEPTH): JsonScan {
+  const scan: JsonScan = { values: 0, tooDeep: false, managedFields: [], prototypeKey: false }
+  const { length } = bytes
+  let values = 0
   let depth = 0
-  for (let index = 0; index < bytes.length; index++) {
+  // The depth at which the managedFields array being skipped opened (0: none), and where its contents start.
+  let skipping = 0
+  let skipFrom = 0
+  for (let index = 0; index < length; index++) {
     const byte = bytes[index] as number
-    if (byte === QUOTE) {
-      // To the closing quote: one that is not escaped.
-      do {
-        index = bytes.indexOf(QUOTE, index + 1)
-        if (index === -1) return false
-      } while (escaped(bytes, index))
-    } else if (byte === 0x7b || byte === 0x5b) {
-      if (++depth > limit) return true
-    } else if (byte === 0x7d || byte === 0x5d) {
-      depth--
+    const kind = STRUCTURE[byte] as number
+    if (kind === 0) continue
+    if (kind === 1) {
+      const start = index + 1
+      for (index = start; index < length; index++) {
+        const inString = bytes[index] as number
+        if (inString === QUOTE) break
+        if (inString === BACKSLASH) index++
+      }
+      if (index >= length) break
+      if (skipping !== 0) continue
+      if (bytes[index + 1] === 0x3a && spells(bytes, start, index, MANAGED_FIELDS_KEY)) {
+        let open = index + 2
+        while (JSON_WHITESPACE[bytes[open] as number] === 1) open++
+        if (bytes[open] === OPEN_ARRAY) {
+          skipping = depth + 1
+          skipFrom = open + 1
+        }
+      } else if (spells(bytes, start, index, PROTO_KEY) || spells(bytes, start, index, CONSTRUCTOR_KEY)) {
+        scan.prototypeKey = true
+      }
+    } else if (kind === 2) {
+      values++
+    } else if (kind === 3) {
+      values++
+      if (depth === maxDepth) {
+        scan.tooDeep = true
+        break
+      }
+      expectedClosers[depth++] = byte + 2
+    } else {
+      // A closer that does not match its opener: not JSON, which JSON.parse refuses; a managedFields array being
+      // skipped is left in, for JSON.parse to judge.
+      const matches = depth > 0 && expectedClosers[--depth] === byte
+      if (skipping !== 0 && (!matches || depth < skipping)) {
+        if (matches) scan.managedFields.push(skipFrom, index)
+        skipping = 0
+      }
     }
   }
-  return false
+  scan.values = values
+  return scan
+}
+
+/** The text of `bytes` without what lies in each range of `cuts` (pairs of offsets: from, to). */
+export function textWithout (bytes: Buffer, cuts: readonly number[]): string {
+  const encoding = textEncoding(bytes)
+  if (cuts.length === 0) return bytes.toString(encoding)
+  const pieces: string[] = []
+  let from = 0
+  for (let index = 0; index < cuts.length; index += 2) {
+    pieces.push(bytes.toString(encoding, from, cuts[index]))
+    from = cuts[index + 1] as number
+  }
+  pieces.push(bytes.toString(encoding, from))
+  return pieces.join('')
 }
 
 /**
