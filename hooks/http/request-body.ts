@@ -66,7 +66,7 @@ export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
     prototypeKeys = scan.prototypeKey || bytes.includes(UNICODE_ESCAPE)
   } else {
     text = withoutManagedFields(bytes)
-    prototypeKeys = PROTOTYPE_KEY_TEXT.test(text)
+    prototypeKeys = mayHavePrototypeKeys(text)
   }
   let value: unknown
   try {
@@ -79,10 +79,14 @@ export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
 }
 
 /**
- * A key can only be `__proto__` or `constructor` if the text spells it, or escapes a character of it. One search for
- * the three costs about two thirds of three `includes` (0.19 ms against 0.32 for a 544 KiB body).
+ * Whether a text may have a key refusePrototypeKeys refuses: it spells `__proto__`, or both `prototype` and
+ * `constructor`, or escapes a character (a `\u` escape is the only one that can spell a letter or `_`). Searches for
+ * words absent from the text cost the most, and one absent word is enough: in a 10-pod PodSet request, these cost
+ * 35 µs, and one regular expression of `__proto__`, `constructor` and `\u` 44.
  */
-const PROTOTYPE_KEY_TEXT = /__proto__|constructor|\\u/
+function mayHavePrototypeKeys (text: string): boolean {
+  return text.includes('__proto__') || (text.includes('\\') && text.includes('\\u')) || (text.includes('prototype') && text.includes('constructor'))
+}
 const UNICODE_ESCAPE = Buffer.from('\\u')
 
 /**
@@ -302,40 +306,34 @@ function escaped (bytes: Buffer, index: number): boolean {
   return backslashes % 2 === 1
 }
 
-/** What the bracket matching looks at: quotes, opening brackets and closing brackets; other bytes are 0. */
-const QUOTE_BYTE = 1
-const OPENING = 2
-const CLOSING = 3
-const BRACKETS = new Uint8Array(256)
-BRACKETS[0x22] = QUOTE_BYTE
-BRACKETS[0x5b] = BRACKETS[0x7b] = OPENING
-BRACKETS[0x5d] = BRACKETS[0x7d] = CLOSING
-
 /** The closing brackets expected, innermost last: `]` (0x5d) or `}` (0x7d), each its opening bracket plus 2. */
 const expectedClosers = new Uint8Array(MAX_DEPTH)
 
 /**
  * The index of the bracket that closes the array or object opening at `open`, or -1 when the text does not close it
- * as JSON would (a stray or mismatched bracket, an unterminated string, nesting beyond MAX_DEPTH).
+ * as JSON would (a stray or mismatched bracket, an unterminated string, nesting beyond MAX_DEPTH). Direct comparisons,
+ * not a table: 20 % less time over the managedFields of a real request.
  */
 function closingBracket (bytes: Buffer, open: number): number {
+  const { length } = bytes
   let depth = 0
-  for (let index = open; index < bytes.length; index++) {
-    const byte = bytes[index] as number
-    const kind = BRACKETS[byte]
-    if (kind === 0) continue
-    if (kind === QUOTE_BYTE) {
-      for (index++; index < bytes.length; index++) {
-        const inString = bytes[index] as number
-        if (inString === QUOTE) break
+  let index = open
+  while (index < length) {
+    const byte = bytes[index++] as number
+    if (byte === QUOTE) {
+      // To the closing quote, escapes skipped.
+      let inString = bytes[index++]
+      while (inString !== QUOTE) {
+        if (index >= length) return -1
         if (inString === BACKSLASH) index++
+        inString = bytes[index++]
       }
-    } else if (kind === OPENING) {
+    } else if (byte === 0x7b || byte === 0x5b) {
       if (depth === MAX_DEPTH) return -1
       expectedClosers[depth++] = byte + 2
-    } else {
+    } else if (byte === 0x7d || byte === 0x5d) {
       if (depth === 0 || expectedClosers[--depth] !== byte) return -1
-      if (depth === 0) return index
+      if (depth === 0) return index - 1
     }
   }
   return -1
