@@ -1,5 +1,6 @@
 import Fastify from 'fastify'
 import pg from 'pg'
+import { sayReady } from './listen.js'
 import { podSetAnswer } from './podset-answer.js'
 
 /**
@@ -52,3 +53,4 @@ process.once('SIGTERM', async () => {
 })
 
 await fastify.listen({ port: Number(process.env.PORT), host: process.env.HOST })
+sayReady(fastify.server.address().port)
