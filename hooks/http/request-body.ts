@@ -270,7 +270,7 @@ export function withoutManagedFields (bytes: Buffer): string {
   const pieces: string[] = []
   // The bytes before `from` are in `pieces`, or left out.
   let from = 0
-  let key = bytes.indexOf(MANAGED_FIELDS)
+  let key = managedFieldsKey(bytes, 0)
   while (key !== -1) {
     let open = key + MANAGED_FIELDS.length
     while (JSON_WHITESPACE[bytes[open] as number] === 1) open++
@@ -279,7 +279,7 @@ export function withoutManagedFields (bytes: Buffer): string {
       pieces.push(bytes.toString(encoding, from, open + 1))
       from = close
     }
-    key = bytes.indexOf(MANAGED_FIELDS, close === -1 ? key + 1 : close)
+    key = managedFieldsKey(bytes, close === -1 ? key + 1 : close)
   }
   if (from === 0) return bytes.toString(encoding)
   pieces.push(bytes.toString(encoding, from))
@@ -287,6 +287,19 @@ export function withoutManagedFields (bytes: Buffer): string {
 }
 
 const MANAGED_FIELDS = Buffer.from('"managedFields":')
+/**
+ * Where `"managedFields":` next starts, from `start` on, or -1. Its tail is searched for, then its head checked: a
+ * search for the whole key, which starts with a quote, stops at every quote, where `Fields":` is rare (for the keys
+ * of a 10-pod PodSet request, 3-5 µs against 33).
+ */
+const KEY_TAIL = MANAGED_FIELDS.subarray(8)
+function managedFieldsKey (bytes: Buffer, start: number): number {
+  for (let tail = bytes.indexOf(KEY_TAIL, start + 8); tail !== -1; tail = bytes.indexOf(KEY_TAIL, tail + 1)) {
+    const key = tail - 8
+    if (bytes.compare(MANAGED_FIELDS, 0, 8, key, tail) === 0) return key
+  }
+  return -1
+}
 const OPEN_ARRAY = 0x5b
 const JSON_WHITESPACE = new Uint8Array(256)
 for (const byte of [0x20, 0x09, 0x0a, 0x0d]) JSON_WHITESPACE[byte] = 1
