@@ -88,6 +88,18 @@ const deleteFromEach = (schema: string, tables: readonly string[]): string => ta
        deleted_${i} AS (DELETE FROM ONLY ${qualified(schema, table)} WHERE id = $id AND EXISTS (SELECT 1 FROM go)
          AND EXISTS (SELECT 1 FROM recorded WHERE table_name = ($tables::text[])[${i + 1}]))`).join('')
 
+/**
+ * A part of both placements: `written`, the row upserted into `table` when the statement goes on (`go`), and only
+ * where a column differs, returning the columns it wrote.
+ */
+const writtenRow = (schema: string, table: string): string => `written AS (
+         INSERT INTO ${qualified(schema, table)} AS t (id, name, age, country)
+         SELECT $id, $name, $age, $country FROM go
+         ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
+         WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
+         RETURNING t.name, t.age, t.country
+       )`
+
 /** A part of the read and the update in place: the row is recorded in `$table` as this object's, which no tombstone stops. */
 const settled = (schema: string): string =>
   `EXISTS (SELECT 1 FROM ${placements(schema)} r WHERE r.id = $id AND r.table_name = $table AND r.uid = $uid)
@@ -133,13 +145,7 @@ export const placeRow = defineStatement('place the row',
        recorded AS (${recordedTables(schema, 'r.table_name <> $table')}),
        expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] <@ $tables::text[] AS expected),
        go AS (SELECT 1 FROM guard, expected WHERE guard."sameTable" AND NOT guard.finalized AND expected.expected),
-       written AS (
-         INSERT INTO ${qualified(schema, table)} AS t (id, name, age, country)
-         SELECT $id, $name, $age, $country FROM go
-         ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
-         WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
-         RETURNING t.name, t.age, t.country
-       )${deleteFromEach(schema, others)},
+       ${writtenRow(schema, table)}${deleteFromEach(schema, others)},
        unrecorded AS (DELETE FROM ${placements(schema)} WHERE id = $id AND table_name <> $table AND EXISTS (SELECT 1 FROM go)),
        recorded_here AS (
          INSERT INTO ${placements(schema)} AS r (id, table_name, uid) SELECT $id, $table, $uid FROM go
@@ -171,13 +177,7 @@ export const placeRowAlone = defineStatement('place a row nothing else holds',
            AND NOT EXISTS (SELECT FROM ${tombstones(schema)} WHERE object_uid = $uid)
            AND NOT EXISTS (SELECT FROM ${placements(schema)} WHERE id = $id AND table_name <> $table)
        ),
-       written AS (
-         INSERT INTO ${qualified(schema, table)} AS t (id, name, age, country)
-         SELECT $id, $name, $age, $country FROM go
-         ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
-         WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
-         RETURNING t.name, t.age, t.country
-       ),
+       ${writtenRow(schema, table)},
        recorded_here AS (
          INSERT INTO ${placements(schema)} AS r (id, table_name, uid) SELECT $id, $table, $uid FROM go
          ON CONFLICT (id, table_name) DO UPDATE SET uid = EXCLUDED.uid WHERE r.uid IS DISTINCT FROM EXCLUDED.uid
