@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict'
 import { after, before, describe, it } from 'node:test'
 import { startEnvironment, type Environment } from './environment.js'
-import { assertReady, condition, Scenario, storeRefusedSpec, type KubeObject } from './scenario.js'
+import { assertReady, condition, inNewNamespace, type Scenario, storeRefusedSpec, type KubeObject } from './scenario.js'
 
 let environment: Environment | undefined
 
@@ -94,14 +94,7 @@ describe('end to end: a stored spec the hooks refuse is shown on the resource, a
   after(async () => { await environment?.stop() }, { timeout: 60_000 })
 
   const run = async (namespace: string, body: (s: Scenario) => Promise<void>): Promise<void> => {
-    const s = new Scenario(env(), namespace)
-    try {
-      await s.kubectl(['create', 'namespace', namespace])
-      await body(s)
-    } catch (error) {
-      process.stderr.write(`\n[e2e] ${namespace} failed; diagnostics:\n${await s.diagnostics()}\n\n`)
-      throw error
-    }
+    await inNewNamespace(env(), namespace, body)
   }
 
   it('PodSet (Recreate, then OnDelete): the pods stay as they are, and a fixed spec scales them', { timeout: 600_000 }, async () => {

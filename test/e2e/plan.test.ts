@@ -18,7 +18,7 @@ import { describe as describeRef, refOf, type ObjectPlan, type ParentPlan } from
 import { repositoryCopy } from '../helpers/repository-copy.js'
 import { startEnvironment, type Environment } from './environment.js'
 import { planDifferences, type Objects, type Rows } from './plan-outcome.js'
-import { sampleResource, Scenario, type KubeObject, type Parent } from './scenario.js'
+import { inNewNamespace, sampleResource, type Scenario, type KubeObject, type Parent } from './scenario.js'
 
 const root = join(import.meta.dirname, '..', '..')
 const tsx = import.meta.resolve('tsx')
@@ -117,14 +117,7 @@ function named (object: KubeObject, name: string, spec: Record<string, unknown>)
 }
 
 async function scenario (namespace: string, body: (s: Scenario) => Promise<void>): Promise<void> {
-  const s = new Scenario(env(), namespace)
-  try {
-    await s.kubectl(['create', 'namespace', namespace])
-    await body(s)
-  } catch (error) {
-    process.stderr.write(`\n[e2e] ${namespace} failed; diagnostics:\n${await s.diagnostics()}\n\n`)
-    throw error
-  }
+  await inNewNamespace(env(), namespace, body)
 }
 
 /** The parents, for the stability check: each with the controller that serves it. */

@@ -43,6 +43,18 @@ export interface Parent {
 const DEFAULT_TIMEOUT_MS = 90_000
 const POLL_INTERVAL_MS = 500
 
+/** Runs `body` on a namespace it creates; when `body` fails, writes the scenario's diagnostics before the error. */
+export async function inNewNamespace (env: Environment, namespace: string, body: (s: Scenario) => Promise<void>): Promise<void> {
+  const s = new Scenario(env, namespace)
+  try {
+    await s.kubectl(['create', 'namespace', namespace])
+    await body(s)
+  } catch (error) {
+    process.stderr.write(`\n[e2e] ${namespace} failed; diagnostics:\n${await s.diagnostics()}\n\n`)
+    throw error
+  }
+}
+
 export class Scenario {
   constructor (readonly env: Environment, readonly namespace: string) {}
 
