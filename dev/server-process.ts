@@ -66,6 +66,7 @@ export interface ServerProcess {
   /**
    * Resolves once the server has logged "hook server ready" (both ports listen then), or, with both ports given and a
    * log level above info, once `GET /healthz` answers 200 on the probe port; fails at once if the process exits first.
+   * The default wait (60 s) is a backstop: five servers started at once beside a busy test run took over 30 s.
    */
   listening: (timeoutMs?: number) => Promise<void>
   /** SIGTERM, then SIGKILL if the process has not exited within `graceMs`; resolves with the exit code. */
@@ -179,7 +180,7 @@ export function spawnServer (options: ServerProcessOptions = {}): ServerProcess 
     },
     exited,
     running,
-    listening: async (timeoutMs = 30_000) => {
+    listening: async (timeoutMs = 60_000) => {
       const deadline = Date.now() + timeoutMs
       for (;;) {
         if (readPorts() !== undefined) return
