@@ -242,7 +242,11 @@ export class RowStore {
    * Creates the hook's missing tables, or migrates an earlier version's, when PG_AUTO_CREATE_TABLES allows it. Tables
    * another version laid out otherwise are left as they are: this version writes nothing on them.
    */
-  private async prepareHookTables (db: pg.PoolClient, { hookTables: state, hookColumnsMissing }: Inspected): Promise<'ready' | 'none' | Failed> {
+  private async prepareHookTables (db: pg.PoolClient, inspected: Inspected): Promise<'ready' | 'none' | Failed> {
+    // One catalog read can race another call's creation of these tables and see a table without its columns: the
+    // layout is judged other only when a second read, after that creation committed, sees it too.
+    const { hookTables: state, hookColumnsMissing } = inspected.hookTables === 'other' ? await this.inspect(db, TOMBSTONES_TABLE) : inspected
+    if (state === 'current') return 'ready'
     if (state === 'other') return refused('TableIncompatible', this.otherLayout(hookColumnsMissing))
     if (!this.io.policy.autoCreateTables) return state === 'missing' ? 'none' : refused('TableMissing', await this.migrationNeeded(db))
     if (state === 'missing') {
