@@ -30,11 +30,11 @@ export async function repositoryCopy (t: TestContext): Promise<string> {
  * Runs a command in `cwd` as a person would: without the variables of the test runner and of the coverage tool
  * around the test; DATABASE_URL stays, which `npm test` uses instead of starting a database of its own.
  */
-export async function runIn (cwd: string, command: string, args: string[], options: { env?: Record<string, string> } = {}): Promise<{ status: number | null, stdout: string, stderr: string }> {
+export async function runIn (cwd: string, command: string, args: string[], options: { env?: Record<string, string | undefined>, timeoutMs?: number } = {}): Promise<{ status: number | null, stdout: string, stderr: string }> {
   const { NODE_TEST_CONTEXT: _context, UPDATE_GOLDEN: _update, ...inherited } = process.env
   // Node gives a child its own NODE_V8_COVERAGE unless the child's environment names one: without this, the copy's
   // processes wrote into this run's coverage, and the copy's c8 emptied it first.
-  const child = spawn(command, args, { cwd, env: { ...inherited, NODE_V8_COVERAGE: '', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(command, args, { cwd, env: { ...inherited, NODE_V8_COVERAGE: '', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'], timeout: options.timeoutMs })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict'
-import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { stringify } from 'yaml'
+import { runIn } from '../helpers/repository-copy.js'
 
 const root = join(import.meta.dirname, '..', '..')
 
@@ -14,15 +14,8 @@ const root = join(import.meta.dirname, '..', '..')
  * the tests' database settings. Asynchronous, so that a server of the test can answer it meanwhile.
  */
 async function plan (args: string[], { env = {}, npm = false }: { env?: Record<string, string>, npm?: boolean } = {}): Promise<{ status: number | null, stdout: string, stderr: string }> {
-  const { DATABASE_URL: _, NODE_TEST_CONTEXT: _context, ...inherited } = process.env
   const [command, prefix] = npm ? ['npm', ['run', '-s', 'plan', '--']] : [process.execPath, ['--import', 'tsx', 'scripts/plan.ts']]
-  const child = spawn(command, [...prefix, ...args], { cwd: root, env: { ...inherited, ...env }, timeout: 60_000 })
-  let stdout = ''
-  let stderr = ''
-  child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
-  child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
-  const status = await new Promise<number | null>((resolve) => child.on('close', resolve))
-  return { status, stdout, stderr }
+  return await runIn(root, command, [...prefix, ...args], { env: { DATABASE_URL: undefined, ...env }, timeoutMs: 60_000 })
 }
 
 test('--help says how to call it and what each exit code means', async () => {
