@@ -12,6 +12,12 @@ test('goJson writes what Go\'s encoding/json writes', () => {
   assert.equal(goJson(value), go)
 })
 
+test('goJson writes keys in Go\'s byte order, integer-like ones too, which JavaScript objects keep first', () => {
+  const value = JSON.parse('{"a":1,"9":{"10":true,"9":false,"-x":null},"10":[{"2":0,"10":0}],".y":"",  "0":0}')
+  // What json.Marshal printed for the same text, decoded into a map[string]interface{}.
+  assert.equal(goJson(value), '{".y":"","0":0,"10":[{"10":0,"2":0}],"9":{"-x":null,"10":true,"9":false},"a":1}')
+})
+
 test('list items are matched by Go\'s %v of their merge key, as apply.go formats it', () => {
   const keys = JSON.parse('[80, 1000000, 123456, 1234567, 1e20, 1e21, 0.0001, 0.00001, 123456.5, 1.5, -0, 9007199254740993, true, null, {"b":[1,"x"],"a":1}, [1,"x"], "80"]')
   // What fmt.Printf("%v\n") (Go 1.26) printed for each value of the same text, decoded into an []interface{}.
