@@ -128,7 +128,7 @@ export const ConfigurationSchema = Type.Object({
     expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 6 or 4.5)`,
     why: `a call must be answered, if only with 503, before Metacontroller gives up on it (webhook timeout ${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`,
     summary: 'seconds after its arrival a hook call may still wait for memory for its body',
-    details: 'A call waits when the memory for bodies and answers is held, to receive its body, or when other bodies are being parsed, to parse it; fractions are allowed. A call still waiting this long after its headers arrived is answered 503 with `Retry-After: 1`, and Metacontroller retries it. The default leaves the call time to be parsed and answered within the webhook timeout; it lets sixteen 2,000-pod PodSet syncs (11 MB) sent at once all be answered ([Architecture](architecture.md#slow-clients)).'
+    details: 'A call waits when the memory for bodies and answers is held, to receive its body, or when other bodies are being parsed, to parse it; fractions are allowed. A call still waiting this long after its headers arrived is answered 503 with `Retry-After: 1`, and Metacontroller retries it. The default leaves the call time to be parsed and answered within the webhook timeout; `npm run bench` sends sixteen 2,000-pod PodSet syncs (11 MB) at once and fails on any answer but 200 ([Architecture](architecture.md#slow-clients)).'
   }),
   HOOKS_SHUTDOWN_TIMEOUT: seconds({
     section: 'server',
