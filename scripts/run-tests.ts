@@ -6,7 +6,7 @@ import { startPostgres } from '../dev/postgres-process.js'
 
 /**
  * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e,
- * test/faults, test/image and test/rules, which have commands of their own) against a real PostgreSQL: DATABASE_URL
+ * test/faults, test/image, test/rules and test/scaffold, which have commands of their own) against a real PostgreSQL: DATABASE_URL
  * when set, otherwise an embedded one started here and removed afterwards. When it cannot start, one line says why
  * and the exit code is 1. Arguments that start with `--` are node:test's own (`--test-name-pattern=…`).
  */
@@ -23,7 +23,7 @@ const flags = process.argv.slice(2).filter((arg) => arg.startsWith('--'))
 const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'))
 const files = args.length > 0
   ? args.flatMap((path) => statSync(path).isDirectory() ? testFiles(path, []) : [path])
-  : testFiles('test', [join('test', 'e2e'), join('test', 'faults'), join('test', 'image'), join('test', 'rules')])
+  : testFiles('test', ['e2e', 'faults', 'image', 'rules', 'scaffold'].map((suite) => join('test', suite)))
 
 let databaseUrl = process.env.DATABASE_URL
 let stopDatabase = async (): Promise<void> => {}
