@@ -19,6 +19,10 @@ export const QUICK_TESTS = ['test/controllers.test.ts', 'test/dev/manifests.test
 /** Every test file that holds each registered controller to the contract in tests named `<controller>: …`. */
 export const CONTRACT_TESTS = [...QUICK_TESTS, 'test/framework/parent.test.ts', 'test/http/etag.test.ts', 'test/http/request-body.test.ts', 'test/fuzz.test.ts', 'test/answer-bounds.test.ts']
 
+/** The type check's arguments and lint's, shared with `npm test`: each run looks again only at what changed since. */
+export const TYPE_CHECK = ['--noEmit', '--incremental', '--tsBuildInfoFile', join('.cache', 'check.tsbuildinfo')]
+export const LINT = ['--cache', '--cache-location', join('.cache', 'eslint')]
+
 interface Step { name: string, ok: boolean, output: string, seconds: number }
 
 /** Runs a program in `root`; its output together, and whether it exited 0. */
@@ -47,9 +51,8 @@ export async function check (args: string[], controllers: readonly Controller[],
   // Only PostgresWriter's tests need a database: the test runner starts one for them when DATABASE_URL is not set.
   const runner = checked.some((controller) => controller.needs.length > 0) ? [join('scripts', 'run-tests.ts')] : ['--test', '--test-reporter=spec']
   const steps = await Promise.all([
-    // Incremental: after the first run, only what changed since is checked again.
-    step('types', root, [program('typescript', 'bin/tsc'), '--noEmit', '--incremental', '--tsBuildInfoFile', join('.cache', 'check.tsbuildinfo')]),
-    step('lint', root, [program('eslint', 'bin/eslint.js'), ...args.length === 0 ? ['hooks'] : args.map((name) => join('hooks', name))]),
+    step('types', root, [program('typescript', 'bin/tsc'), ...TYPE_CHECK]),
+    step('lint', root, [program('eslint', 'bin/eslint.js'), ...LINT, ...args.length === 0 ? ['hooks'] : args.map((name) => join('hooks', name))]),
     // NODE_TEST_CONTEXT would make these tests a part of an enclosing run.
     step('tests', root, ['--import', tsx, ...runner, pattern, ...QUICK_TESTS], { NODE_TEST_CONTEXT: undefined })
   ])
