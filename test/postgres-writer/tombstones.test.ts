@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { randomBytes } from 'node:crypto'
 import { test } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
@@ -43,13 +44,16 @@ for (const [path, statusTable] of [['in place (the status names the table)', 'st
 
 test('a placement that waited on the row\'s lock while a finalize committed sees the tombstone and writes nothing', async (t) => {
   const app = await build(t)
+  // The row's lock is keyed by its id alone, in every schema: a name of this test's own keeps the hook calls of test
+  // files running beside it on the same database out of the lock's queue, which fixes the order of the two calls below.
+  const objectName = `racing-${randomBytes(6).toString('hex')}`
   // The tables exist, and the hook knows them (each call below takes the row's lock once); this object has no row yet.
   await callHook(app, request('sync-create', { objectName: 'other' }))
   const holder = new pg.Client({ connectionString: testDatabaseUrl() })
   await holder.connect()
   t.after(async () => { await holder.end() })
   await holder.query('BEGIN')
-  await holder.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', ['default/sample-student'])
+  await holder.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`default/${objectName}`])
   const waiters = async (): Promise<number> => (await app.pool!.query(`SELECT count(*)::int AS n FROM pg_locks w JOIN pg_locks h USING (locktype, classid, objid, objsubid)
     WHERE w.locktype = 'advisory' AND NOT w.granted AND h.granted AND h.pid = $1`, [(holder as unknown as { processID: number }).processID])).rows[0].n
   const queued = async (count: number): Promise<void> => {
@@ -61,9 +65,9 @@ test('a placement that waited on the row\'s lock while a finalize committed sees
 
   // The finalize queues for the row's lock first, then the object's first sync: PostgreSQL grants the lock in that order,
   // so the sync's placement runs after the finalize committed, and must see its tombstone, though both were sent before.
-  const finalize = callHook(app, request('finalize', { statusTable: null }), 'finalize')
+  const finalize = callHook(app, request('finalize', { objectName, statusTable: null }), 'finalize')
   await queued(1)
-  const sync = callHook(app, request('sync-create'))
+  const sync = callHook(app, request('sync-create', { objectName }))
   await queued(2)
   await holder.query('COMMIT')
   const finalized = await finalize
