@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { closeSync, fstatSync, openSync, readFileSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 /**
@@ -14,9 +15,11 @@ import { setTimeout as sleep } from 'node:timers/promises'
 const root = join(import.meta.dirname, '..')
 // Resolved here, so that a server running in another folder (`cwd`) finds it too.
 const tsx = import.meta.resolve('tsx')
+/** Compiled for a test run (dev/compiled-tree.ts), this module starts the server compiled beside it, as the image does. */
+const compiledServer = import.meta.url.endsWith('.js') ? fileURLToPath(new URL('../hooks/server.js', import.meta.url)) : undefined
 
 export interface ServerProcessOptions {
-  /** The script to run, relative to the repository or absolute: by default `hooks/server.ts` (through tsx), the production entry point, which needs a database setting; `scripts/start.ts` is `npm start`'s. */
+  /** The script to run, relative to the repository or absolute: by default `hooks/server.ts` (through tsx, or compiled when this module is), the production entry point, which needs a database setting; `scripts/start.ts` is `npm start`'s. */
   entry?: string
   /**
    * Another program that runs the server, with its arguments, instead of Node and `entry`: for example
@@ -100,7 +103,7 @@ export function withoutDatabase (): Record<string, undefined> {
 
 /** Starts the process without waiting for it: for a start-up that is meant to fail. */
 export function spawnServer (options: ServerProcessOptions = {}): ServerProcess {
-  const entry = options.entry ?? 'hooks/server.ts'
+  const entry = options.entry ?? compiledServer ?? 'hooks/server.ts'
   const [program, ...args] = options.command ?? [process.execPath, ...options.nodeArgs ?? [], ...entry.endsWith('.ts') ? ['--import', tsx] : [], resolve(root, entry)]
   if (program === undefined) throw new Error('command is empty: give the program to run, then its arguments')
   const given = { port: options.port ?? 0, probePort: options.probePort ?? 0 }
