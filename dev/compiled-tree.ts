@@ -4,9 +4,9 @@ import { build, type BuildFailure } from 'esbuild'
 
 /**
  * The repository's TypeScript compiled to JavaScript once for a test run, so that node:test starts each test file, and
- * each server a test starts, without a TypeScript loader: a loader's hooks cost a test process about 1 s of CPU, 75
- * times in a run of `npm test`, and its cache of compiled files is empty in a fresh clone. Source maps keep stack
- * traces and coverage on the TypeScript.
+ * each server a test starts, without a TypeScript loader: a loader's hooks cost each such process about 1 s of CPU,
+ * and its cache of compiled files is empty in a fresh clone. Source maps keep stack traces and coverage on the
+ * TypeScript.
  */
 
 /** The folders whose TypeScript a test may import. */
