@@ -18,9 +18,10 @@ import { HookError } from '../framework/errors.js'
  *   waiting for bytes to read or room to write: time it spent on other work (a long parse) is no client's delay. A
  *   transfer at network speed is never late.
  * - Time: a body has HOOKS_BODY_TIMEOUT to arrive from when it may be read (then 408), an answer as long to be taken
- *   (then its connection is closed). Time the server was busy meanwhile is added back, up to as much again; but a
- *   body still arriving HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its call's arrival gets 408 then, so
- *   that every call is answered within that bound.
+ *   (then its connection is closed). Time the server was busy meanwhile is added back: all of it for a body, which a
+ *   server busy parsing others reads only between parses, up to as much again for an answer; but a body still
+ *   arriving HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its call's arrival gets 408 then, so that every
+ *   call is answered within that bound.
  * - Parsing: a body is parsed once it has arrived, and HOOKS_BODY_LIMIT of bodies at most are parsed and answered at
  *   once (any body alone), the first that fits in arrival order, as parsing costs many times a body's bytes. A body's
  *   memory and its share of parsing are given back once its answer is built.
@@ -211,8 +212,8 @@ export class BodyAdmission<C extends Call = Call> {
     const effects: Array<Effect<C>> = []
     const { bodyTimeoutMs, admissionTimeoutMs } = this.bounds
     for (const call of this.calls) {
-      const overdue = call.transfer !== undefined && this.overdue(call.transfer, now)
-      // A body that waited for memory gets HOOKS_BODY_TIMEOUT to arrive, but no busy time beyond its call's bound.
+      const overdue = call.transfer !== undefined && this.overdue(call.transfer, now, call.phase === 'reading' ? Number.POSITIVE_INFINITY : bodyTimeoutMs)
+      // A body gets HOOKS_BODY_TIMEOUT of the server's idle time to arrive, within its call's bound.
       if (call.phase === 'reading' && (overdue || now - call.openedAt >= admissionTimeoutMs + bodyTimeoutMs)) {
         this.refuse(call, effects, new HookError(408, `request body did not arrive within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)}): ` +
           'send the whole body at once, or raise HOOKS_BODY_TIMEOUT on the hook server if its network is that slow'))
@@ -244,12 +245,12 @@ export class BodyAdmission<C extends Call = Call> {
     transfer.markedAt = this.clock.idle()
   }
 
-  /** HOOKS_BODY_TIMEOUT has passed since the transfer started, plus the time the server was busy since, up to as much again. */
-  private overdue (transfer: Transfer, now: number): boolean {
+  /** HOOKS_BODY_TIMEOUT has passed since the transfer started, plus the time the server was busy since, up to `busyAddedMs`. */
+  private overdue (transfer: Transfer, now: number, busyAddedMs: number): boolean {
     const { bodyTimeoutMs } = this.bounds
     const elapsed = now - transfer.startedAt
     const busy = elapsed - (this.clock.idle() - transfer.startedIdle)
-    return elapsed >= bodyTimeoutMs + Math.min(bodyTimeoutMs, busy)
+    return elapsed >= bodyTimeoutMs + Math.min(busyAddedMs, busy)
   }
 
   /**
