@@ -1,4 +1,5 @@
 import { HookError } from '../framework/errors.js'
+import { WEBHOOK_TIMEOUT_SECONDS } from '../framework/wire/webhook.js'
 
 /**
  * Who may use the memory for hook calls, and who waits or gives way: a scheduler with no timer, socket or clock of
@@ -20,8 +21,8 @@ import { HookError } from '../framework/errors.js'
  * - Time: a body has HOOKS_BODY_TIMEOUT to arrive from when it may be read (then 408), an answer as long to be taken
  *   (then its connection is closed). Time the server was busy meanwhile is added back: all of it for a body, which a
  *   server busy parsing others reads only between parses, up to as much again for an answer; but a body still
- *   arriving HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its call's arrival gets 408 then, so that every
- *   call is answered within that bound.
+ *   arriving HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its call's arrival, or the webhook timeout if that
+ *   comes first, gets 408 then, so that every call is answered within that bound.
  * - Parsing: a body is parsed once it has arrived, and HOOKS_BODY_LIMIT of bodies at most are parsed and answered at
  *   once (any body alone), the first that fits in arrival order, as parsing costs many times a body's bytes. A body's
  *   memory and its share of parsing are given back once its answer is built.
@@ -211,10 +212,11 @@ export class BodyAdmission<C extends Call = Call> {
     const now = this.clock.now()
     const effects: Array<Effect<C>> = []
     const { bodyTimeoutMs, admissionTimeoutMs } = this.bounds
+    const arrivingBoundMs = Math.min(admissionTimeoutMs + bodyTimeoutMs, WEBHOOK_TIMEOUT_SECONDS * 1000)
     for (const call of this.calls) {
       const overdue = call.transfer !== undefined && this.overdue(call.transfer, now, call.phase === 'reading' ? Number.POSITIVE_INFINITY : bodyTimeoutMs)
       // A body gets HOOKS_BODY_TIMEOUT of the server's idle time to arrive, within its call's bound.
-      if (call.phase === 'reading' && (overdue || now - call.openedAt >= admissionTimeoutMs + bodyTimeoutMs)) {
+      if (call.phase === 'reading' && (overdue || now - call.openedAt >= arrivingBoundMs)) {
         this.refuse(call, effects, new HookError(408, `request body did not arrive within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)}): ` +
           'send the whole body at once, or raise HOOKS_BODY_TIMEOUT on the hook server if its network is that slow'))
       } else if (call.phase === 'sending' && call.charged > 0 && overdue) {

@@ -118,17 +118,17 @@ export const ConfigurationSchema = Type.Object({
     expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 3 or 1.5)`,
     why: `a body must arrive in time for its answer to reach Metacontroller within the webhook timeout (${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`,
     summary: 'seconds a request body may take to arrive, and an answer to be taken',
-    details: 'Counted from when the body may be read to its last byte; fractions are allowed (up to milliseconds). A body still arriving then is answered 408 with `Connection: close`, and what it held is given back. An answer the client has not taken whole this long after it was built has its connection closed. Time the server spent on other work, unable to read or send, is added back (for an answer, up to as much again); but a body still arriving `HOOKS_ADMISSION_TIMEOUT` plus this long after its call arrived gets 408 then. Sooner than that, a body or answer that moves under 16 KiB in 0.3 s, or too little to end within this time, gives way when another call waits for the memory it holds. Metacontroller sends a body at once and reads its answer at once: raise it only for a network that cannot carry `HOOKS_BODY_LIMIT` in this time ([Architecture](architecture.md#slow-clients)).'
+    details: 'Counted from when the body may be read to its last byte; fractions are allowed (up to milliseconds). A body still arriving then is answered 408 with `Connection: close`, and what it held is given back. An answer the client has not taken whole this long after it was built has its connection closed. Time the server spent on other work, unable to read or send, is added back (for an answer, up to as much again); but a body still arriving `HOOKS_ADMISSION_TIMEOUT` plus this long after its call arrived, or the webhook timeout after it if that comes first, gets 408 then. Sooner than that, a body or answer that moves under 16 KiB in 0.3 s, or too little to end within this time, gives way when another call waits for the memory it holds. Metacontroller sends a body at once and reads its answer at once: raise it only for a network that cannot carry `HOOKS_BODY_LIMIT` in this time ([Architecture](architecture.md#slow-clients)).'
   }),
   HOOKS_ADMISSION_TIMEOUT: Type.Number({
     section: 'server',
-    default: 6,
+    default: 8,
     exclusiveMinimum: 0,
     exclusiveMaximum: WEBHOOK_TIMEOUT_SECONDS,
-    expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 6 or 4.5)`,
+    expected: `seconds above 0 and below ${WEBHOOK_TIMEOUT_SECONDS} (such as 8 or 4.5)`,
     why: `a call must be answered, if only with 503, before Metacontroller gives up on it (webhook timeout ${WEBHOOK_TIMEOUT_SECONDS}s in the generated controllers)`,
     summary: 'seconds after its arrival a hook call may still wait for memory for its body',
-    details: 'A call waits when the memory for bodies and answers is held, to receive its body, or when other bodies are being parsed, to parse it; fractions are allowed. A call still waiting this long after its headers arrived is answered 503 with `Retry-After: 1`, and Metacontroller retries it. The default leaves the call time to be parsed and answered within the webhook timeout; `npm run bench` sends sixteen 2,000-pod PodSet syncs (11 MB) at once and fails on any answer but 200 ([Architecture](architecture.md#slow-clients)).'
+    details: 'A call waits when the memory for bodies and answers is held, to receive its body, or when other bodies are being parsed, to parse it; fractions are allowed. A call still waiting this long after its headers arrived is answered 503 with `Retry-After: 1`, and Metacontroller retries it. The default leaves a call at `HOOKS_BODY_LIMIT` 2 s to be received, parsed and answered on a busy server within the webhook timeout; `npm run bench` sends sixteen 2,000-pod PodSet syncs (11 MB) at once and fails on any answer but 200 ([Architecture](architecture.md#slow-clients)).'
   }),
   HOOKS_SHUTDOWN_TIMEOUT: seconds({
     section: 'server',

@@ -242,6 +242,21 @@ test('a body that waited for memory still arriving HOOKS_ADMISSION_TIMEOUT plus 
   assert.equal(late.phase, 'refused')
 })
 
+test('a body that waited for memory still arriving at the webhook timeout gets 408 then, when HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT is later', () => {
+  const { clock, decisions, open, parsed, end } = harness({ ...BOUNDS, admissionTimeoutMs: 8000 })
+  const held = parsed('held', CAPACITY)
+  decisions()
+  const late = open('late', LIMIT)
+  clock.advance(7500)
+  end(held)
+  assert.deepEqual(decisions(), ['late read'])
+  clock.advance(2400, true)
+  assert.deepEqual(decisions(), [], '2.4 s after it could be read, all of them busy')
+  clock.advance(TICK_MS)
+  assert.deepEqual(decisions(), ['late refuse 408'], '10 s after its arrival: Metacontroller has stopped waiting for the answer')
+  assert.equal(late.phase, 'refused')
+})
+
 test('HOOKS_ADMISSION_TIMEOUT counts from a call\'s arrival: 503 for one still waiting then, for memory or to be parsed', () => {
   const { clock, decisions, errors, open, receive, arrive, parse, parsed } = harness({ ...BOUNDS, admissionTimeoutMs: 2000 })
   parsed('big', LIMIT)

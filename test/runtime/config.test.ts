@@ -97,16 +97,16 @@ test('the database settings are checked with the rest, and reported together wit
   assert.equal(loadConfig({ PSQL_HOST: 'db', PSQL_PORT: ' 5433 ' }).database.connection?.description, 'postgres://postgres@db:5433/postgres (PSQL_* variables)')
 })
 
-test('HOOKS_BODY_TIMEOUT and HOOKS_ADMISSION_TIMEOUT: seconds, 3 and 6 by default, below the webhook timeout', () => {
+test('HOOKS_BODY_TIMEOUT and HOOKS_ADMISSION_TIMEOUT: seconds, 3 and 8 by default, below the webhook timeout', () => {
   const defaults = loadConfig({})
-  assert.deepEqual([defaults.bodyTimeoutMs, defaults.admissionTimeoutMs], [3000, 6000])
+  assert.deepEqual([defaults.bodyTimeoutMs, defaults.admissionTimeoutMs], [3000, 8000])
   const set = loadConfig({ HOOKS_BODY_TIMEOUT: '1.5', HOOKS_ADMISSION_TIMEOUT: '0.25' })
   assert.deepEqual([set.bodyTimeoutMs, set.admissionTimeoutMs], [1500, 250])
   assert.throws(() => loadConfig({ HOOKS_BODY_TIMEOUT: '10', HOOKS_ADMISSION_TIMEOUT: 'soon' }), (error: unknown) => {
     assert.ok(error instanceof ConfigError)
     assert.deepEqual(error.problems, [
       "HOOKS_BODY_TIMEOUT='10': expected seconds above 0 and below 10 (such as 3 or 1.5): a body must arrive in time for its answer to reach Metacontroller within the webhook timeout (10s in the generated controllers)",
-      "HOOKS_ADMISSION_TIMEOUT='soon': expected seconds above 0 and below 10 (such as 6 or 4.5): a call must be answered, if only with 503, before Metacontroller gives up on it (webhook timeout 10s in the generated controllers)"
+      "HOOKS_ADMISSION_TIMEOUT='soon': expected seconds above 0 and below 10 (such as 8 or 4.5): a call must be answered, if only with 503, before Metacontroller gives up on it (webhook timeout 10s in the generated controllers)"
     ])
     return true
   })
