@@ -3,6 +3,7 @@ import type { PostgresIo } from '../database/pool.js'
 import { answerBudget, answerPassing, answerTooLarge } from './answer-budget.js'
 import { UnservableSpecError } from './errors.js'
 import { compositeInvalidSpecAnswer, decoratorInvalidSpecAnswer } from './invalid-spec.js'
+import { readFields, withReadFieldsOnly, type ReadFields } from './observed-fields.js'
 import { readParent, type ParentOf } from './parent.js'
 import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse, KubernetesObject } from './wire/schemas.js'
 
@@ -59,6 +60,12 @@ export interface ChildResource {
   /** The plural Metacontroller's childResources name it by. */
   resource: string
   updateStrategy: 'InPlace' | 'OnDelete' | 'Recreate'
+  /**
+   * The top-level fields of an observed child of this kind that the hooks read besides `apiVersion`, `kind` and
+   * `metadata`, such as `['status']`. The hooks then get only those (observed-fields.ts), and the server leaves the
+   * others out of a large request before parsing it. Without it, the hooks get every field.
+   */
+  observedFields?: readonly string[]
 }
 
 interface ControllerBase<R extends CustomResource, N extends Need, I extends object> {
@@ -96,30 +103,49 @@ export function definedHooks<H> (hooks: { sync: H, finalize?: H }): Array<[HookN
 }
 
 /**
- * A controller's hooks as the server runs them: a hook that finds its parent's spec unusable (InvalidSpecError), or
- * whose answer would be larger than the answer budget of HOOKS_BODY_LIMIT `bodyLimit` (answer-budget.ts), answers
- * so on the resource, keeping every child as it is (invalid-spec.ts). The answer is measured before it is serialised.
+ * A hook as the server runs it. `inFull` gives the request with every field of its observed children, where the
+ * request given may lack those its controller does not read (observed-fields.ts); without it, the request is whole.
  */
-export function servedHooks (controller: CompositeController<any, any, any>, bodyLimit: number): Hooks<CompositeRequest, CompositeResponse, HookContext<any, any>>
-export function servedHooks (controller: DecoratorController<any, any, any>, bodyLimit: number): Hooks<DecoratorRequest, DecoratorResponse, HookContext<any, any>>
-export function servedHooks (controller: Controller, bodyLimit: number): Hooks<any, CompositeResponse | DecoratorResponse, HookContext<any, any>> {
+export type ServedHook<Request, Response> = (request: Request, context: HookContext<any, any>, inFull?: () => Request) => Promise<Response>
+
+export interface ServedHooks<Request, Response> {
+  sync: ServedHook<Request, Response>
+  finalize?: ServedHook<Request, Response>
+}
+
+/**
+ * A controller's hooks as the server runs them: each gets the observed children's fields its controller reads
+ * (observed-fields.ts); a hook that finds its parent's spec unusable (InvalidSpecError), or whose answer would be
+ * larger than the answer budget of HOOKS_BODY_LIMIT `bodyLimit` (answer-budget.ts), answers so on the resource,
+ * keeping every child as it is (invalid-spec.ts), read from the request in full. The answer is measured before it is
+ * serialised.
+ */
+export function servedHooks (controller: CompositeController<any, any, any>, bodyLimit: number): ServedHooks<CompositeRequest, CompositeResponse>
+export function servedHooks (controller: DecoratorController<any, any, any>, bodyLimit: number): ServedHooks<DecoratorRequest, DecoratorResponse>
+export function servedHooks (controller: Controller, bodyLimit: number): ServedHooks<any, CompositeResponse | DecoratorResponse> {
   type AnyHook = Hook<any, CompositeResponse | DecoratorResponse, HookContext<any, any>>
   const answer = controller.type === 'composite' ? compositeInvalidSpecAnswer : decoratorInvalidSpecAnswer
   const budget = answerBudget(bodyLimit)
-  const served = (hook: HookName, run: AnyHook): AnyHook =>
-    async (request, context) => {
+  const fields = readFieldsOf(controller)
+  const served = (hook: HookName, run: AnyHook): ServedHook<any, CompositeResponse | DecoratorResponse> =>
+    async (request, context, inFull = () => request) => {
       let response: CompositeResponse | DecoratorResponse
       try {
-        response = await run(request, context)
+        response = await run(fields === undefined ? request : withReadFieldsOnly(request, fields), context)
       } catch (error) {
-        if (error instanceof UnservableSpecError) return answer(hook === 'finalize', request, context, error)
+        if (error instanceof UnservableSpecError) return answer(hook === 'finalize', inFull(), context, error)
         throw error
       }
       const passed = answerPassing(response, budget)
-      return passed === undefined ? response : answer(hook === 'finalize', request, context, answerTooLarge(controller.resource.kind, budget, passed))
+      return passed === undefined ? response : answer(hook === 'finalize', inFull(), context, answerTooLarge(controller.resource.kind, budget, passed))
     }
   const { sync, finalize } = controller.hooks
   return { sync: served('sync', sync), ...(finalize === undefined ? {} : { finalize: served('finalize', finalize) }) }
+}
+
+/** What a controller's hooks read of its observed children (observed-fields.ts); undefined: every field. */
+export function readFieldsOf (controller: Controller): ReadFields | undefined {
+  return controller.type === 'composite' ? readFields(controller.childResources) : undefined
 }
 
 /** The hooks a controller has: `sync`, and `finalize` when it defines one. */

@@ -4,7 +4,7 @@ import { HookError } from '../framework/errors.js'
 import { BodyAdmission, Call, RETRY_AFTER_SECONDS, TICK_MS, type AdmissionBounds, type Effect, type SchedulerClock } from './body-admission.js'
 import { ClientGone, isJson, receiveBody, type BodyGate } from './body-reading.js'
 import type { RequestDigest } from './etag.js'
-import { bodyTooLarge, parseBody, type BodyLimits, type ReceivedBody } from './request-body.js'
+import { bodyTooLarge, parseBody, scannedFirst, type BodyLimits, type ReceivedBody, type UnreadFields } from './request-body.js'
 
 /**
  * The hook routes' side of body-admission.ts: each request's call, from its headers to the end of its answer. It reads
@@ -21,7 +21,7 @@ class HookCall extends Call {
   /** Its body did not arrive whole: its connection closes after the answer. */
   cutShort = false
 
-  constructor (announced: number | undefined, readonly request: FastifyRequest, readonly reply: FastifyReply) {
+  constructor (announced: number | undefined, readonly request: FastifyRequest, readonly reply: FastifyReply, readonly unread: UnreadFields | undefined) {
     super(announced)
   }
 }
@@ -34,6 +34,11 @@ declare module 'fastify' {
     receivedBody: ReceivedBody | null
     /** The ETag of the request, on the hooks that carry them. */
     etag: string | null
+    /**
+     * The body parsed in full, when the parse left out fields of observed children that no hook reads; kept until the
+     * hook has answered.
+     */
+    inFull: (() => unknown) | null
   }
 }
 
@@ -76,8 +81,11 @@ export const processClock: AdmissionClock = {
 }
 
 export interface CallAdmission {
-  /** The `preParsing` hook that reads the body, digested by `digest` (none: no ETags). */
-  readBody: (digest: (() => RequestDigest) | undefined) => (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<void>
+  /**
+   * The `preParsing` hook that reads the body, digested by `digest` (none: no ETags), to be parsed without the fields of
+   * observed children in `unread` when it is large.
+   */
+  readBody: (digest: (() => RequestDigest) | undefined, unread: UnreadFields | undefined) => (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<void>
   /** The `preParsing` hook that waits for the body's turn to be parsed. */
   awaitParseTurn: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
 }
@@ -128,13 +136,19 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
   fastify.decorateRequest('admission', null)
   fastify.decorateRequest('receivedBody', null)
   fastify.decorateRequest('etag', null)
+  fastify.decorateRequest('inFull', null)
   fastify.removeContentTypeParser('application/json')
   fastify.addContentTypeParser('application/json', async (request: FastifyRequest) => {
     const body = request.receivedBody
     // A Content-Type that fastify takes for JSON, but this server does not read as a hook request.
     if (body === null) throw new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type'])
     request.receivedBody = null
-    return parseBody(body, limits)
+    const unread = request.admission?.unread
+    if (unread === undefined || !scannedFirst(body, limits)) return parseBody(body, limits)
+    // The parse lets go of the chunks it joins; the whole body is parsed again only for an answer that keeps every
+    // child as it is.
+    request.inFull = () => parseBody(body, limits)
+    return parseBody({ chunks: [...body.chunks], length: body.length }, limits, unread)
   })
 
   fastify.addHook('onSend', async (request, reply, payload) => {
@@ -159,13 +173,13 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
   }
 
   return {
-    readBody: (digest) => async (request, reply, payload) => {
+    readBody: (digest, unread) => async (request, reply, payload) => {
       if (!isJson(request.headers['content-type'])) return
       const header = request.headers['content-length']
       const expectedLength = header === undefined ? undefined : Number(header)
       if (expectedLength !== undefined && expectedLength > limits.bytes) throw bodyTooLarge(limits.bytes)
       const requestDigest = digest?.()
-      const call = new HookCall(expectedLength, request, reply)
+      const call = new HookCall(expectedLength, request, reply, unread)
       request.admission = call
       reply.raw.once('close', () => {
         call.parseTurn?.reject(new ClientGone('while it waited for memory to parse its body'))

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { BearerTokenSource } from './bearer-token.js'
-import { definedHooks, hookContext, ioFor, servedHooks, type Controller, type Drift, type HookContext, type HookName, type Io } from '../framework/controller.js'
+import { definedHooks, hookContext, ioFor, readFieldsOf, servedHooks, type Controller, type Drift, type HookContext, type HookName, type Io } from '../framework/controller.js'
 import { answersFromRequestAlone, requestDigest } from './etag.js'
 import type { Metrics } from './metrics.js'
-import { bodyLimits } from './request-body.js'
+import { bodyLimits, unreadFields } from './request-body.js'
 import { kubernetesTime } from '../framework/wire/conditions.js'
 import { CompositeRequestSchemas, DecoratorRequestSchemas, type KubernetesObject } from '../framework/wire/schemas.js'
 import { bearerAuth } from './bearer-auth.js'
@@ -55,13 +55,20 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     controller: Controller,
     io: object,
     parent: KubernetesObject,
-    run: (context: HookContext<any, any>) => Response | Promise<Response>
+    run: (context: HookContext<any, any>, inFull: () => any) => Response | Promise<Response>
   ): Promise<Response> => {
     const summary: CallSummary = { parent }
     request.hookCall = summary
     const driftRepaired = (drift: Drift): void => { options.metrics.driftRepairs.inc({ controller: controller.name, drift }) }
     const arrivedAt = performance.now() - reply.elapsedTime
-    const response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired, arrivedAt))
+    const inFull = request.inFull ?? (() => request.body)
+    let response: Response
+    try {
+      response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired, arrivedAt), inFull)
+    } finally {
+      // The body's chunks go with it: admission takes their memory as given back once the answer is built.
+      request.inFull = null
+    }
     summary.response = response
     if (request.etag !== null) reply.header('etag', request.etag)
     return response
@@ -71,23 +78,25 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     const io = ioFor(controller, options.io)
     // Only requests that can carry their own ETag can be answered 304.
     const etags = answersFromRequestAlone(controller)
+    const fields = readFieldsOf(controller)
+    const unread = fields === undefined ? undefined : unreadFields(fields)
     const route = (hook: HookName) => ({
       config: { controller: controller.name, hook },
       ...(authenticate === undefined ? {} : { onRequest: authenticate }),
       preParsing: etags
-        ? [readBody(requestDigest(controller, hook, options.bodyLimit)), answerNotModified, awaitParseTurn]
-        : [readBody(undefined), awaitParseTurn],
+        ? [readBody(requestDigest(controller, hook, options.bodyLimit), unread), answerNotModified, awaitParseTurn]
+        : [readBody(undefined, unread), awaitParseTurn],
       onResponse: telemetry.logCall
     })
     if (controller.type === 'composite') {
       for (const [hook, run] of definedHooks(servedHooks(controller, options.bodyLimit))) {
         fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: CompositeRequestSchemas[hook] } }, async (request, reply) =>
-          await call(request, reply, controller, io, request.body.parent, async (context) => await run(request.body, context)))
+          await call(request, reply, controller, io, request.body.parent, async (context, inFull) => await run(request.body, context, inFull)))
       }
     } else {
       for (const [hook, run] of definedHooks(servedHooks(controller, options.bodyLimit))) {
         fastify.post(`/${controller.name}/${hook}`, { ...route(hook), schema: { body: DecoratorRequestSchemas[hook] } }, async (request, reply) =>
-          await call(request, reply, controller, io, request.body.object, async (context) => await run(request.body, context)))
+          await call(request, reply, controller, io, request.body.object, async (context, inFull) => await run(request.body, context, inFull)))
       }
     }
   }

@@ -1,5 +1,6 @@
 import { isAscii } from 'node:buffer'
 import { HookError } from '../framework/errors.js'
+import type { ReadFields } from '../framework/observed-fields.js'
 
 /**
  * How a hook request's body is parsed, once received (http/body-reading.ts): within HOOKS_BODY_LIMIT, with at most
@@ -42,27 +43,33 @@ export interface ReceivedBody {
   length: number
 }
 
+/** Whether a body is scanned before it is parsed (see parseBody): one longer than the bound on values. */
+export function scannedFirst (body: ReceivedBody, limits: BodyLimits): boolean {
+  return body.length > limits.values
+}
+
 /**
  * The body as JSON, once its values are counted (413 past the bound) and its nesting checked (400 past MAX_DEPTH),
- * without the contents of its managedFields (see withoutManagedFields). Decoded once (see textEncoding). Plain
- * `JSON.parse`, without a reviver; only a body that has a `__proto__` or `constructor` string, or escapes a character
- * with `\u`, is walked for prototype keys.
+ * without the contents of its managedFields (see withoutManagedFields), nor, in a body scanned first, those of the
+ * observed children's fields that `unread` says no hook reads. Decoded once (see textEncoding). Plain `JSON.parse`,
+ * without a reviver; only a body that has a `__proto__` or `constructor` string, or escapes a character with `\u`, is
+ * walked for prototype keys.
  */
-export function parseBody (body: ReceivedBody, limits: BodyLimits): unknown {
+export function parseBody (body: ReceivedBody, limits: BodyLimits, unread?: UnreadFields): unknown {
   if (body.length === 0) throw new HookError(400, 'request body is empty: send a Metacontroller v2 hook request as JSON')
   const bytes = joined(body)
   let text: string
   let prototypeKeys: boolean
   // Each value takes a byte at least: a body no longer than the bound on values cannot pass it, nor nest deep enough
   // to cost much (see MAX_DEPTH); only its managedFields are looked for.
-  if (body.length > limits.values) {
-    const scan = scanJson(bytes)
+  if (scannedFirst(body, limits)) {
+    const scan = scanJson(bytes, MAX_DEPTH, unread)
     if (scan.values > limits.values) throw tooManyValues(limits)
     if (scan.tooDeep) {
       throw new HookError(400, `request body nests objects and arrays more than ${MAX_DEPTH} levels deep, deeper than anything the API server ` +
         'stores (it refuses JSON nested more than 10,000 levels): send a Metacontroller v2 hook request about a real object')
     }
-    text = textWithout(bytes, scan.managedFields)
+    text = textWithout(bytes, scan.cuts)
     prototypeKeys = scan.prototypeKey || bytes.includes(UNICODE_ESCAPE)
   } else {
     text = withoutManagedFields(bytes)
@@ -153,8 +160,11 @@ export interface JsonScan {
   values: number
   /** It nests objects and arrays more than MAX_DEPTH deep. */
   tooDeep: boolean
-  /** Where the contents of its `"managedFields":[…]` arrays lie, as pairs of offsets: after the `[`, at the `]`. */
-  managedFields: number[]
+  /**
+   * What is left out of it, as pairs of offsets (after the opening bracket, at the closing one): the contents of its
+   * `"managedFields":[…]` arrays, and of the observed children's fields that no hook reads, objects and arrays alike.
+   */
+  cuts: number[]
   /** It has a string `__proto__` or `constructor` (a key or a value). */
   prototypeKey: boolean
 }
@@ -167,6 +177,29 @@ STRUCTURE[COMMA] = 2
 STRUCTURE[0x5b] = STRUCTURE[0x7b] = 3
 STRUCTURE[0x5d] = STRUCTURE[0x7d] = 4
 const MANAGED_FIELDS_KEY = Buffer.from('managedFields')
+const CHILDREN_KEY = Buffer.from('children')
+const COLON = 0x3a
+
+/** The observed children's fields no hook reads, by group, as scanJson matches them: the fields kept of each group. */
+export interface UnreadFields {
+  groups: Array<{ group: Buffer, kept: Buffer[] }>
+}
+
+export function unreadFields (fields: ReadFields): UnreadFields {
+  return { groups: [...fields].map(([group, kept]) => ({ group: Buffer.from(group), kept: [...kept].map((name) => Buffer.from(name)) })) }
+}
+
+/** The fields kept of the group whose name lies from `start` to `end`, or undefined when every field is. */
+function keptOf (unread: UnreadFields, bytes: Buffer, start: number, end: number): Buffer[] | undefined {
+  for (const { group, kept } of unread.groups) if (spells(bytes, start, end, group)) return kept
+  return undefined
+}
+
+/** Whether the string whose bytes lie from `start` to `end` is one of `words`. */
+function spellsOneOf (bytes: Buffer, start: number, end: number, words: readonly Buffer[]): boolean {
+  for (const word of words) if (spells(bytes, start, end, word)) return true
+  return false
+}
 const PROTO_KEY = Buffer.from('__proto__')
 const CONSTRUCTOR_KEY = Buffer.from('constructor')
 
@@ -180,19 +213,27 @@ function spells (bytes: Buffer, start: number, end: number, word: Buffer): boole
 /**
  * One pass over a body of JSON, for what parseBody must know of a large one before it parses it: its values and
  * whether it nests deeper than `maxDepth` (strings skipped, escapes included), the managedFields arrays
- * withoutManagedFields would empty, and whether a string spells a prototype key. Strings are skipped in the loop
+ * withoutManagedFields would empty, the fields of observed children in `unread` that no hook reads (a field of an
+ * object directly under a group of the top-level `children`, whose value is an object or an array), and whether a
+ * string spells a prototype key. Strings are skipped in the loop
  * itself: a real request has a string every 16 bytes, and a native search per string cost more than the bytes it
- * skipped (65 ms against 53 for an 11 MB request). The pass stops at a nesting deeper than `maxDepth`, and at an
- * unterminated string, which JSON.parse refuses.
+ * skipped (65 ms against 53 for an 11 MB request), and no closure here may capture the loop's variables (a closure
+ * that did made the pass 35 % slower). The pass stops at a nesting deeper than `maxDepth`, and at an unterminated
+ * string, which JSON.parse refuses.
  */
-export function scanJson (bytes: Buffer, maxDepth = MAX_DEPTH): JsonScan {
-  const scan: JsonScan = { values: 0, tooDeep: false, managedFields: [], prototypeKey: false }
+export function scanJson (bytes: Buffer, maxDepth = MAX_DEPTH, unread?: UnreadFields): JsonScan {
+  const scan: JsonScan = { values: 0, tooDeep: false, cuts: [], prototypeKey: false }
   const { length } = bytes
   let values = 0
   let depth = 0
-  // The depth at which the managedFields array being skipped opened (0: none), and where its contents start.
+  // The depth at which the array or object being left out opened (0: none), and where its contents start.
   let skipping = 0
   let skipFrom = 0
+  // Where the scan is in `children`: its key was the last at the top level; its object is open; the fields kept of
+  // the group being scanned (undefined: every field).
+  let childrenNext = false
+  let inChildren = false
+  let kept: Buffer[] | undefined
   for (let index = 0; index < length; index++) {
     const byte = bytes[index] as number
     const kind = STRUCTURE[byte] as number
@@ -206,7 +247,19 @@ export function scanJson (bytes: Buffer, maxDepth = MAX_DEPTH): JsonScan {
       }
       if (index >= length) break
       if (skipping !== 0) continue
-      if (bytes[index + 1] === 0x3a && spells(bytes, start, index, MANAGED_FIELDS_KEY)) {
+      if (unread !== undefined && bytes[index + 1] === COLON) {
+        if (depth === 1) childrenNext = spells(bytes, start, index, CHILDREN_KEY)
+        else if (depth === 2 && inChildren) kept = keptOf(unread, bytes, start, index)
+        else if (depth === 4 && inChildren && kept !== undefined && !spellsOneOf(bytes, start, index, kept)) {
+          let open = index + 2
+          while (JSON_WHITESPACE[bytes[open] as number] === 1) open++
+          if (bytes[open] === OPEN_ARRAY || bytes[open] === OPEN_OBJECT) {
+            skipping = depth + 1
+            skipFrom = open + 1
+          }
+        }
+      }
+      if (skipping === 0 && bytes[index + 1] === COLON && spells(bytes, start, index, MANAGED_FIELDS_KEY)) {
         let open = index + 2
         while (JSON_WHITESPACE[bytes[open] as number] === 1) open++
         if (bytes[open] === OPEN_ARRAY) {
@@ -225,12 +278,17 @@ export function scanJson (bytes: Buffer, maxDepth = MAX_DEPTH): JsonScan {
         break
       }
       expectedClosers[depth++] = byte + 2
+      if (depth === 2) {
+        inChildren = childrenNext && byte === OPEN_OBJECT
+        childrenNext = false
+      }
     } else {
-      // A closer that does not match its opener: not JSON, which JSON.parse refuses; a managedFields array being
-      // skipped is left in, for JSON.parse to judge.
+      // A closer that does not match its opener: not JSON, which JSON.parse refuses; an array or object being left
+      // out is left in, for JSON.parse to judge.
       const matches = depth > 0 && expectedClosers[--depth] === byte
+      if (depth < 2) inChildren = false
       if (skipping !== 0 && (!matches || depth < skipping)) {
-        if (matches) scan.managedFields.push(skipFrom, index)
+        if (matches) scan.cuts.push(skipFrom, index)
         skipping = 0
       }
     }
@@ -301,6 +359,7 @@ function managedFieldsKey (bytes: Buffer, start: number): number {
   return -1
 }
 const OPEN_ARRAY = 0x5b
+const OPEN_OBJECT = 0x7b
 const JSON_WHITESPACE = new Uint8Array(256)
 for (const byte of [0x20, 0x09, 0x0a, 0x0d]) JSON_WHITESPACE[byte] = 1
 

@@ -11,7 +11,8 @@ export const podSet: CompositeController<typeof podSetResource> = {
   childResources: [
     // A pod's command (like most of its spec) cannot change once it exists, so InPlace would fail on every sync
     // after a spec change; Recreate deletes each pod whose applied spec differs, and the next sync creates it anew.
-    { apiVersion: 'v1', kind: 'Pod', resource: 'pods', updateStrategy: 'Recreate' }
+    // The hook reads a pod's name, deletionTimestamp and phase: its spec is left out of the requests it gets.
+    { apiVersion: 'v1', kind: 'Pod', resource: 'pods', updateStrategy: 'Recreate', observedFields: ['status'] }
   ],
   hooks: { sync: syncPodSet }
 }

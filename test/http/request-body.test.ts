@@ -1,17 +1,19 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import fc from 'fast-check'
-import { hookNames } from '../../hooks/framework/controller.js'
+import { hookNames, readFieldsOf } from '../../hooks/framework/controller.js'
 import { controllers } from '../../hooks/controllers.js'
-import { bodyLimits, BYTES_PER_VALUE, MAX_DEPTH, parseBody, scanJson, textWithout, withoutManagedFields, type BodyLimits } from '../../hooks/http/request-body.js'
+import { bodyLimits, BYTES_PER_VALUE, MAX_DEPTH, parseBody, scanJson, scannedFirst, textWithout, unreadFields, withoutManagedFields, type BodyLimits } from '../../hooks/http/request-body.js'
+import { withReadFieldsOnly } from '../../hooks/framework/observed-fields.js'
 import { nestsDeeperThan } from '../../hooks/framework/wire/objects.js'
+import { podSet } from '../../hooks/podset/index.js'
 import { build, postText } from '../helpers/app.js'
 import { fixtureNames, fixture } from '../helpers/fixtures.js'
 import { podSetRequest } from '../../dev/api-server/podset-requests.js'
 
 /**
  * The request path of hooks/http/request-body.ts: prototype keys refused after a plain JSON.parse; the value count that
- * bounds a parse; managedFields left out of it.
+ * bounds a parse; managedFields, and the children's fields no hook reads, left out of it.
  */
 
 /** The JSON values of a parsed value as scanJson counts them: each object and array, and each comma between members. */
@@ -195,7 +197,7 @@ test('withoutManagedFields, and textWithout what scanJson finds, empty every arr
     const bytes = Buffer.from(JSON.stringify(value, null, indent))
     const text = withoutManagedFields(bytes)
     assert.deepEqual(JSON.parse(text), managedFieldsEmptied(value))
-    assert.equal(textWithout(bytes, scanJson(bytes).managedFields), text)
+    assert.equal(textWithout(bytes, scanJson(bytes).cuts), text)
   }), { numRuns: 1000 })
   // Real requests: every pod's managedFields and the parent's go; the rest is the request as sent.
   const request = podSetRequest({ replicas: 3 })
@@ -213,6 +215,50 @@ function parsed (text: string, limits: BodyLimits): unknown {
     return { refused: (error as Error).message }
   }
 }
+
+test('scanJson leaves out the fields of the children of a group that no hook reads, objects and arrays, and nothing else', () => {
+  const unread = unreadFields(new Map([['Pod.v1', new Set(['apiVersion', 'kind', 'metadata', 'status'])]]))
+  const pod = (name: string, spec: unknown, volumes: unknown): Record<string, unknown> => ({
+    // Out of Go's key order, with look-alikes of a left-out field in what is kept.
+    status: { phase: 'Running', spec: { kept: true } },
+    spec,
+    metadata: { name, managedFields: [{ manager: 'x' }], annotations: { note: '"spec":{"x":1}', 'spec"': '{' } },
+    kind: 'Pod',
+    apiVersion: 'v1',
+    volumes,
+    priority: 3,
+    note: 'spec'
+  })
+  const request = (spec: unknown, volumes: unknown, configMapData: unknown): unknown => ({
+    controller: { spec: { generateSelector: true } },
+    parent: { metadata: { name: 'p', managedFields: [{ manager: 'y' }] }, spec: { replicas: 2 } },
+    children: {
+      'ConfigMap.v1': { 'default/c': { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: configMapData } },
+      'Pod.v1': { 'default/a': pod('a', spec, volumes), 'default/b': { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'b' } } }
+    },
+    related: { 'Pod.v1': { 'default/r': { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'r' }, spec: { r: 1 } } } },
+    finalizing: false
+  })
+  const sent = request({ containers: [{ name: 'c', args: ['}', ']', '\\"'] }] }, [{ name: 'v' }], { spec: '{"a":1}' })
+  const expected = managedFieldsEmptied(request({}, [], { spec: '{"a":1}' }))
+  for (const indent of [undefined, 1, '\t']) {
+    const bytes = Buffer.from(JSON.stringify(sent, null, indent))
+    assert.deepEqual(JSON.parse(textWithout(bytes, scanJson(bytes, MAX_DEPTH, unread).cuts)), expected, `indent ${String(indent)}`)
+  }
+})
+
+test('what a hook reads of a body is the same whether the body was scanned first, its unread fields left out, or not', () => {
+  const fields = readFieldsOf(podSet)
+  assert.ok(fields !== undefined)
+  const bytes = Buffer.from(JSON.stringify(podSetRequest({ replicas: 10 })))
+  const body = { chunks: [bytes], length: bytes.length }
+  const [large, small] = [bodyLimits(64 * 1024), bodyLimits(16 * 1024 * 1024)]
+  assert.deepEqual([scannedFirst(body, large), scannedFirst(body, small)], [true, false])
+  const scanned = parseBody(body, large, unreadFields(fields)) as { children: Record<string, Record<string, { spec: unknown }>> }
+  const whole = parseBody(body, small, unreadFields(fields))
+  assert.ok(Object.values(scanned.children['Pod.v1'] ?? {}).every((child) => JSON.stringify(child.spec) === '{}'))
+  assert.deepEqual(withReadFieldsOnly(scanned, fields), withReadFieldsOnly(whole, fields))
+})
 
 test('a body above the bound on values, scanned before it is parsed, gets what a smaller one gets: the same value or the same refusal', () => {
   // Keys that JSON.stringify cannot write from a generated object: put in afterwards.

@@ -184,7 +184,9 @@ test('the original sample, as written, gets the defaults: one busybox pod sleepi
 })
 
 test('a spec the hook cannot interpret gets Ready=False InvalidSpec naming the field, and the pods kept as they are', async (t) => {
-  const app = await podSetApp(t)
+  // With a HOOKS_BODY_LIMIT of 64Ki, a request is scanned before it is parsed, and the pods' specs, which the hook does
+  // not read, are left out of its parse: the answer reads them from the body again.
+  const apps = [await podSetApp(t), await build(t, { databaseUrl: false, controllers: [podSet], env: { HOOKS_BODY_LIMIT: '64Ki' } })]
   const cases: Array<[unknown, RegExp]> = [
     [{ replicas: -1 }, /spec\.replicas: Expected integer to be greater or equal to 0/],
     [{ replicas: 'three' }, /spec\.replicas: Expected integer/],
@@ -199,14 +201,16 @@ test('a spec the hook cannot interpret gets Ready=False InvalidSpec naming the f
     [{ command: Array.from({ length: 9 }, () => 'x') }, /spec\.command: Expected array length to be less or equal to 8/],
     [{ image: `registry.example.com/${'i'.repeat(500)}` }, /spec\.image: Expected string length less or equal to 456/]
   ]
-  for (const [spec, message] of cases) {
-    const request = fixture<CompositeRequest>('podset', 'steady-state')
-    request.parent.spec = spec
-    const { statusCode, json } = await sync(app, request)
-    const ready = invalidSpecReady(statusCode, json, JSON.stringify(spec))
-    assert.match(String(ready.message), message)
-    assert.match(String(ready.message), /^PodSet spec cannot be used: .*until then the hook changes nothing it manages\.$/)
-    assert.deepEqual(json.children, lastAppliedChildren(request))
+  for (const app of apps) {
+    for (const [spec, message] of cases) {
+      const request = fixture<CompositeRequest>('podset', 'steady-state')
+      request.parent.spec = spec
+      const { statusCode, json } = await sync(app, request)
+      const ready = invalidSpecReady(statusCode, json, `${app.config.bodyLimit}: ${JSON.stringify(spec)}`)
+      assert.match(String(ready.message), message)
+      assert.match(String(ready.message), /^PodSet spec cannot be used: .*until then the hook changes nothing it manages\.$/)
+      assert.deepEqual(json.children, lastAppliedChildren(request))
+    }
   }
 })
 
