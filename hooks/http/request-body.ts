@@ -251,8 +251,7 @@ export function scanJson (bytes: Buffer, maxDepth = MAX_DEPTH, unread?: UnreadFi
         if (depth === 1) childrenNext = spells(bytes, start, index, CHILDREN_KEY)
         else if (depth === 2 && inChildren) kept = keptOf(unread, bytes, start, index)
         else if (depth === 4 && inChildren && kept !== undefined && !spellsOneOf(bytes, start, index, kept)) {
-          let open = index + 2
-          while (JSON_WHITESPACE[bytes[open] as number] === 1) open++
+          const open = valueStart(bytes, index + 2)
           if (bytes[open] === OPEN_ARRAY || bytes[open] === OPEN_OBJECT) {
             skipping = depth + 1
             skipFrom = open + 1
@@ -260,8 +259,7 @@ export function scanJson (bytes: Buffer, maxDepth = MAX_DEPTH, unread?: UnreadFi
         }
       }
       if (skipping === 0 && bytes[index + 1] === COLON && spells(bytes, start, index, MANAGED_FIELDS_KEY)) {
-        let open = index + 2
-        while (JSON_WHITESPACE[bytes[open] as number] === 1) open++
+        const open = valueStart(bytes, index + 2)
         if (bytes[open] === OPEN_ARRAY) {
           skipping = depth + 1
           skipFrom = open + 1
@@ -330,8 +328,7 @@ export function withoutManagedFields (bytes: Buffer): string {
   let from = 0
   let key = managedFieldsKey(bytes, 0)
   while (key !== -1) {
-    let open = key + MANAGED_FIELDS.length
-    while (JSON_WHITESPACE[bytes[open] as number] === 1) open++
+    const open = valueStart(bytes, key + MANAGED_FIELDS.length)
     const close = bytes[open] === OPEN_ARRAY && !escaped(bytes, key) ? closingBracket(bytes, open) : -1
     if (close !== -1) {
       pieces.push(bytes.toString(encoding, from, open + 1))
@@ -362,6 +359,13 @@ const OPEN_ARRAY = 0x5b
 const OPEN_OBJECT = 0x7b
 const JSON_WHITESPACE = new Uint8Array(256)
 for (const byte of [0x20, 0x09, 0x0a, 0x0d]) JSON_WHITESPACE[byte] = 1
+
+/** Where the value after a key's colon starts: the first byte from `index` on that is not JSON whitespace. */
+function valueStart (bytes: Buffer, index: number): number {
+  let start = index
+  while (JSON_WHITESPACE[bytes[start] as number] === 1) start++
+  return start
+}
 
 /**
  * How the body's bytes are decoded: a body of ASCII alone (as Kubernetes objects nearly always are) as Latin-1, into a
