@@ -55,16 +55,15 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     controller: Controller,
     io: object,
     parent: KubernetesObject,
-    run: (context: HookContext<any, any>, inFull: () => any) => Response | Promise<Response>
+    run: (context: HookContext<any, any>, inFull: (() => any) | undefined) => Response | Promise<Response>
   ): Promise<Response> => {
     const summary: CallSummary = { parent }
     request.hookCall = summary
     const driftRepaired = (drift: Drift): void => { options.metrics.driftRepairs.inc({ controller: controller.name, drift }) }
     const arrivedAt = performance.now() - reply.elapsedTime
-    const inFull = request.inFull ?? (() => request.body)
     let response: Response
     try {
-      response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired, arrivedAt), inFull)
+      response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired, arrivedAt), request.inFull ?? undefined)
     } finally {
       // The body's chunks go with it: admission takes their memory as given back once the answer is built.
       request.inFull = null
