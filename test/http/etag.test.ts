@@ -184,6 +184,25 @@ test('a request refused under this server\'s HOOKS_BODY_LIMIT gets its refusal, 
   }
 })
 
+test('a request\'s ETag depends on its bytes alone, not on the chunks they arrive in; one byte more or changed gives another', () => {
+  const digest = requestDigest(podSet, 'sync', 16 * 1024 * 1024)
+  const etagOf = (...chunks: Buffer[]): string => {
+    const request = digest()
+    for (const chunk of chunks) request.update(chunk)
+    return request.etag()
+  }
+  const body = randomBytes(200_000)
+  const whole = etagOf(body)
+  assert.match(whole, /^"[\w-]{16}-[0-9a-f]{16}"$/)
+  assert.equal(etagOf(body.subarray(0, 1), body.subarray(1, 65_537), body.subarray(65_537)), whole)
+  assert.equal(etagOf(...Array.from({ length: 200 }, (_, index) => body.subarray(index * 1000, (index + 1) * 1000))), whole)
+  const changed = Buffer.from(body)
+  changed[123_456] = (changed[123_456] as number) ^ 1
+  assert.notEqual(etagOf(changed), whole)
+  assert.notEqual(etagOf(body, Buffer.from(' ')), whole)
+  assert.notEqual(requestDigest(podSet, 'finalize', 16 * 1024 * 1024)().etag(), digest().etag())
+})
+
 test('If-None-Match holds the ETag alone, in a list, or weak; not another tag, and not *', () => {
   const tag = '"abc"'
   for (const header of ['"abc"', '"x", "abc"', 'W/"abc"', ' "abc" ,"y"']) assert.equal(noneMatchHolds(header, tag), true, header)
