@@ -45,6 +45,8 @@ export interface RunFacts {
   resync: { rowWrites: number, hookRequests: number, loopQueries: number }
   /** Per side's processes (each case starts its own), over the whole run. */
   wholeRunPeakRssMiB: Record<string, number>
+  /** Per side, the largest peak RSS of its processes once started and listening, before their first request. */
+  readyRssMiB: Record<string, number>
   /** The Deployment's memory limit. */
   memoryLimitMiB: number
 }
@@ -152,6 +154,16 @@ function perRow (rows: readonly Row[], cases: (name: string) => boolean, side: S
   return rows.filter((row) => row.side === side && cases(row.case)).map((row) => ({ label: `${row.case} @${row.concurrency}`, value: value(row), met, show: (measured) => show(measured, row) }))
 }
 
+/**
+ * The RSS target's figures, followed by each process's RSS once started, before any request: what loading its code and
+ * libraries takes, which no request handling can give back.
+ */
+function withReadyRss (facts: RunFacts, target: Target): Target {
+  if (target.verdict === 'not measured') return target
+  const ready = ['ours', ...PEERS].map((side) => `${side === 'ours' ? 'this server' : side} ${facts.readyRssMiB[side]?.toFixed(0) ?? '–'} MiB`)
+  return { ...target, figure: `${target.figure}; once started, before any request: ${ready.join(', ')}` }
+}
+
 export function targets (facts: RunFacts): Target[] {
   const { rows } = facts
   const podSet = (name: string): boolean => name.startsWith('PodSet')
@@ -171,8 +183,8 @@ export function targets (facts: RunFacts): Target[] {
   return [
     verdict(`Changed requests: server CPU per request <= ${CHANGED_CPU}x the better peer's (fastify's or node:http's, the lower) (PodSet 10, 100 and 2,000 pods)`,
       perRow(rows, podSet, 'ours', (row) => ratio(row.serverCpuMsPerRequest, bestOf(peerRows(rows, row).map((peer) => peer.serverCpuMsPerRequest), Math.min)), (r) => r <= CHANGED_CPU, times)),
-    verdict('Peak RSS <= the larger peer\'s (fastify\'s or node:http\'s) at every size and concurrency',
-      perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.max)), (r) => r <= 1.0, times)),
+    withReadyRss(facts, verdict('Peak RSS <= the larger peer\'s (fastify\'s or node:http\'s) at every size and concurrency',
+      perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.max)), (r) => r <= 1.0, times))),
     verdict(`Peak RSS under the Deployment's memory limit (${facts.memoryLimitMiB} MiB) over the whole run`, [{
       label: 'this server',
       value: bestOf(OURS.map((side) => facts.wholeRunPeakRssMiB[side] ?? null), Math.max),
@@ -262,6 +274,7 @@ export interface Results {
   /** Counted when the run measured the PostgresWriter create; absent from runs before it was counted. */
   createCosts?: CreateCosts | null
   wholeRunPeakRssMiB: RunFacts['wholeRunPeakRssMiB']
+  readyRssMiB: RunFacts['readyRssMiB']
   targets: Target[]
   failures: string[]
 }

@@ -66,6 +66,8 @@ interface MeasuredProcess {
   /** Runs `work` and returns the process's peak RSS (MiB) and CPU time (ms) during it. */
   measured: <T>(work: () => Promise<T>) => Promise<[T, number, number]>
   wholeRunPeakRssMiB: () => number
+  /** Its peak RSS once started and listening, before its first request. */
+  readyRssMiB: number
   /** Resolves once the process answers at once again (a run's cut-off connections may leave it work). */
   idle: () => Promise<void>
   stop: () => Promise<void>
@@ -84,10 +86,11 @@ async function startProcess (name: string, entry: string, env: NodeJS.ProcessEnv
     wholeRunPeak = Math.max(wholeRunPeak, peak)
     return peak
   }
-  readPeak()
+  const readyRssMiB = readPeak()
   return {
     name,
     url,
+    readyRssMiB,
     measured: async (work) => {
       readPeak()
       server.resetPeakRss()
@@ -346,6 +349,7 @@ async function countCreates (): Promise<CreateCosts | null> {
 }
 
 const wholeRunPeakRssMiB: Record<string, number> = {}
+const readyRssMiB: Record<string, number> = {}
 let resyncEnded: number | undefined
 let resyncBefore = 0
 let resyncTable = ''
@@ -374,6 +378,7 @@ async function onFreshProcesses (names: readonly ProcessName[], measure: (sides:
   } finally {
     for (const side of started) {
       wholeRunPeakRssMiB[side.name] = Math.max(wholeRunPeakRssMiB[side.name] ?? 0, side.wholeRunPeakRssMiB())
+      readyRssMiB[side.name] = Math.max(readyRssMiB[side.name] ?? 0, side.readyRssMiB)
       running.delete(side)
     }
     await Promise.all(started.map(async (side) => { await side.stop() }))
@@ -494,7 +499,7 @@ try {
   await stopDatabase()
 }
 
-const verdicts = targets({ rows, resync, wholeRunPeakRssMiB, memoryLimitMiB: manifest.memoryLimitMiB })
+const verdicts = targets({ rows, resync, wholeRunPeakRssMiB, readyRssMiB, memoryLimitMiB: manifest.memoryLimitMiB })
 const elapsedSeconds = Math.round((Date.now() - started) / 1000)
 
 log('')
@@ -523,6 +528,7 @@ const results: Results = {
   resync,
   createCosts,
   wholeRunPeakRssMiB,
+  readyRssMiB,
   targets: verdicts,
   failures
 }

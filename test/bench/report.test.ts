@@ -23,7 +23,7 @@ function verdictOf (list: Target[], start: string): Target {
 const noResyncs = { rowWrites: 0, hookRequests: 0, loopQueries: 0 }
 
 test('a run without this server\'s processes leaves every target not measured, the memory limit included', () => {
-  const list = targets({ rows: [], resync: noResyncs, wholeRunPeakRssMiB: {}, memoryLimitMiB: 768 })
+  const list = targets({ rows: [], resync: noResyncs, wholeRunPeakRssMiB: {}, readyRssMiB: {}, memoryLimitMiB: 768 })
   assert.deepEqual(list.filter((target) => target.verdict !== 'not measured').map((target) => target.target), [])
 })
 
@@ -38,9 +38,10 @@ test('each target compares this server with its reference in the same case and c
     row(resync, 'ours', 5, 850, 0.2, 100, 'naive hook'),
     row(resync, 'naive hook', 5, 1000, 0.15, 80)
   ]
-  const list = targets({ rows, resync: { rowWrites: 0, hookRequests: 5000, loopQueries: 100 }, wholeRunPeakRssMiB: { ours: 200, 'ours, ETag': 210, 'fastify peer': 400 }, memoryLimitMiB: 768 })
+  const list = targets({ rows, resync: { rowWrites: 0, hookRequests: 5000, loopQueries: 100 }, wholeRunPeakRssMiB: { ours: 200, 'ours, ETag': 210, 'fastify peer': 400 }, readyRssMiB: { ours: 90, 'fastify peer': 70, 'node:http peer': 45 }, memoryLimitMiB: 768 })
   assert.equal(verdictOf(list, 'Changed requests').verdict, 'met', '0.85 ms against the better peer\'s, node:http\'s 0.95: 0.89×')
   assert.equal(verdictOf(list, 'Peak RSS <=').verdict, 'met', '95 MiB against the larger peer\'s, fastify\'s 100 (node:http\'s 85)')
+  assert.match(verdictOf(list, 'Peak RSS <=').figure, /; once started, before any request: this server 90 MiB, fastify peer 70 MiB, node:http peer 45 MiB$/)
   assert.equal(verdictOf(list, 'Peak RSS under').verdict, 'met')
   assert.match(verdictOf(list, 'Peak RSS under').figure, /^this server 210 MiB/)
   assert.equal(verdictOf(list, 'Unchanged resync with its ETag: >= 10x').verdict, 'met', '12,000 req/s against the better peer\'s 1,100')
@@ -52,7 +53,7 @@ test('each target compares this server with its reference in the same case and c
 
 /** A run's results as bench/results.json holds them: through JSON, where a NaN figure becomes null. */
 function resultsOf (rows: Row[], overrides: Partial<Results> = {}): Results {
-  const facts = { rows, resync: { rowWrites: 0, hookRequests: 5000, loopQueries: 100 }, wholeRunPeakRssMiB: { ours: 200 }, memoryLimitMiB: 768 }
+  const facts = { rows, resync: { rowWrites: 0, hookRequests: 5000, loopQueries: 100 }, wholeRunPeakRssMiB: { ours: 200 }, readyRssMiB: { ours: 90 }, memoryLimitMiB: 768 }
   const results: Results = {
     date: '2026-11-20T09:30:00.000Z',
     machine: { cpu: 'Example CPU @ 2.00GHz', cpus: 2, memoryGiB: 8, system: 'Linux 6.1.0 x64' },
