@@ -139,13 +139,15 @@ function markdownTable (header: readonly string[], align: readonly ('left' | 'ri
 
 interface Check { label: string, value: number | undefined, met: (value: number) => boolean, show: (value: number) => string }
 
-function verdict (target: string, checks: Check[]): Target {
+/** The verdict on `target` from its checks; a measured target's figures end with `note`, when given. */
+function verdict (target: string, checks: Check[], note?: string): Target {
   const measured = checks.filter((check) => check.value !== undefined && !Number.isNaN(check.value))
   if (measured.length === 0) return { target, verdict: 'not measured', figure: 'no such case in this run' }
+  const figures = checks.map((check) => `${check.label} ${check.value === undefined || Number.isNaN(check.value) ? 'not measured' : check.show(check.value)}`).join(', ')
   return {
     target,
     verdict: measured.length === checks.length && measured.every((check) => check.met(check.value as number)) ? 'met' : 'not met',
-    figure: checks.map((check) => `${check.label} ${check.value === undefined || Number.isNaN(check.value) ? 'not measured' : check.show(check.value)}`).join(', ')
+    figure: note === undefined ? figures : `${figures}; ${note}`
   }
 }
 
@@ -154,15 +156,9 @@ function perRow (rows: readonly Row[], cases: (name: string) => boolean, side: S
   return rows.filter((row) => row.side === side && cases(row.case)).map((row) => ({ label: `${row.case} @${row.concurrency}`, value: value(row), met, show: (measured) => show(measured, row) }))
 }
 
-/**
- * The RSS target's figures, followed by each process's RSS once started, before any request: what loading its code and
- * libraries takes, which no request handling can give back.
- */
-function withReadyRss (facts: RunFacts, target: Target): Target {
-  if (target.verdict === 'not measured') return target
-  const ready = ['ours', ...PEERS].map((side) => `${side === 'ours' ? 'this server' : side} ${facts.readyRssMiB[side]?.toFixed(0) ?? '–'} MiB`)
-  return { ...target, figure: `${target.figure}; once started, before any request: ${ready.join(', ')}` }
-}
+/** A side's figure in MiB, or – when the run has none. */
+const mebibytes = (figures: Record<string, number>, side: SideName): string => `${figures[side]?.toFixed(0) ?? '–'} MiB`
+const peersMebibytes = (figures: Record<string, number>): string => PEERS.map((peer) => `${peer} ${mebibytes(figures, peer)}`).join(', ')
 
 export function targets (facts: RunFacts): Target[] {
   const { rows } = facts
@@ -183,13 +179,15 @@ export function targets (facts: RunFacts): Target[] {
   return [
     verdict(`Changed requests: server CPU per request <= ${CHANGED_CPU}x the better peer's (fastify's or node:http's, the lower) (PodSet 10, 100 and 2,000 pods)`,
       perRow(rows, podSet, 'ours', (row) => ratio(row.serverCpuMsPerRequest, bestOf(peerRows(rows, row).map((peer) => peer.serverCpuMsPerRequest), Math.min)), (r) => r <= CHANGED_CPU, times)),
-    withReadyRss(facts, verdict('Peak RSS <= the larger peer\'s (fastify\'s or node:http\'s) at every size and concurrency',
-      perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.max)), (r) => r <= 1.0, times))),
+    // Followed by each side's RSS once started: what loading its code and libraries takes, which no request gives back.
+    verdict('Peak RSS <= the larger peer\'s (fastify\'s or node:http\'s) at every size and concurrency',
+      perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.max)), (r) => r <= 1.0, times),
+      `once started, before any request: this server ${mebibytes(facts.readyRssMiB, 'ours')}, ${peersMebibytes(facts.readyRssMiB)}`),
     verdict(`Peak RSS under the Deployment's memory limit (${facts.memoryLimitMiB} MiB) over the whole run`, [{
       label: 'this server',
       value: bestOf(OURS.map((side) => facts.wholeRunPeakRssMiB[side] ?? null), Math.max),
       met: (peak) => peak < facts.memoryLimitMiB,
-      show: (peak) => `${peak.toFixed(0)} MiB (peers: ${PEERS.map((peer) => `${peer} ${facts.wholeRunPeakRssMiB[peer]?.toFixed(0) ?? '–'} MiB`).join(', ')})`
+      show: (peak) => `${peak.toFixed(0)} MiB (peers: ${peersMebibytes(facts.wholeRunPeakRssMiB)})`
     }]),
     verdict('Unchanged resync with its ETag: >= 10x the peers\' requests/s (PodSet 100 and 2,000 pods)',
       perRow(rows, (name) => ETAG_SIZES.includes(name), 'ours', (row) => etagOverPeers(row, 'ours, ETag', 'requestsPerSecond'), (r) => r >= 10, withFloor('requestsPerSecond'))),
