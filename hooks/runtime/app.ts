@@ -1,4 +1,6 @@
 import { readFileSync } from 'node:fs'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer as createSecureServer, type ServerOptions as SecureServerOptions } from 'node:https'
 import type { AddressInfo } from 'node:net'
 import type { ValidatorFactory } from '@fastify/ajv-compiler'
 import { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchemaCompiler, type FastifyServerOptions } from 'fastify'
@@ -8,6 +10,7 @@ import type { Config } from './config.js'
 import { hookNames, type Controller, type Io } from '../framework/controller.js'
 import { HookError } from '../framework/errors.js'
 import type { AdmissionClock } from '../http/call-admission.js'
+import { inTurn } from '../http/connection-turns.js'
 import { hookRoutes } from '../http/hook-routes.js'
 import { LogLines } from './log-lines.js'
 import { createProbes, probeRoutes, type Probes } from './probes.js'
@@ -30,15 +33,24 @@ export interface AppOptions {
 
 let stdout: LogLines | undefined
 
+/** Metacontroller's Go client keeps idle connections for 90 s: close ours later, never under it. */
+const KEEP_ALIVE_TIMEOUT_MS = 95_000
+
 /** Instance-level options: body limit, timeouts, strict validation, TLS, logging. */
 export function serverOptions (config: Config): FastifyServerOptions & { https?: object } {
   stdout ??= new LogLines(1)
+  const https: SecureServerOptions | undefined = config.tls === undefined
+    ? undefined
+    : {
+        cert: readFileSync(config.tls.certFile),
+        key: readFileSync(config.tls.keyFile),
+        minVersion: 'TLSv1.2',
+        ...(config.tls.clientCaFile === undefined
+          ? {}
+          : { ca: readFileSync(config.tls.clientCaFile), requestCert: true, rejectUnauthorized: true })
+      }
   return {
     bodyLimit: config.bodyLimit,
-    // Metacontroller's Go client keeps idle connections for 90 s: close ours later, never under it.
-    keepAliveTimeout: 95_000,
-    connectionTimeout: 0,
-    requestTimeout: 60_000,
     // One line per hook call comes from http/hook-telemetry.ts instead of fastify's two per request.
     logController: new LogController({ disableRequestLogging: true }),
     logger: {
@@ -51,19 +63,22 @@ export function serverOptions (config: Config): FastifyServerOptions & { https?:
     // (Fastify types this factory as ajv's, whose compilers take more than a route's schema.)
     schemaController: { compilersFactory: { buildValidator: (() => bodyValidator) as unknown as ValidatorFactory } },
     schemaErrorFormatter: (errors) => new Error(errors.map((error) => error.message).join('; ')),
-    ...(config.tls === undefined
-      ? {}
-      : {
-          https: {
-            cert: readFileSync(config.tls.certFile),
-            key: readFileSync(config.tls.keyFile),
-            minVersion: 'TLSv1.2',
-            ...(config.tls.clientCaFile === undefined
-              ? {}
-              : { ca: readFileSync(config.tls.clientCaFile), requestCert: true, rejectUnauthorized: true })
-          }
-        })
+    serverFactory: (handler) => nodeServer(handler, { https, requestTimeoutMs: 60_000 }),
+    ...(https === undefined ? {} : { https })
   }
+}
+
+/**
+ * The Node.js server under an app: HTTPS when `https` is given, its requests handed to the app one per connection at
+ * a time (connection-turns.ts), with explicit timeouts: none for an idle socket, `requestTimeoutMs` for a request's
+ * headers and body to arrive.
+ */
+function nodeServer (handler: (request: IncomingMessage, response: ServerResponse) => void, options: { https?: SecureServerOptions, requestTimeoutMs: number }): Server {
+  const server = options.https === undefined ? createServer(inTurn(handler)) : createSecureServer(options.https, inTurn(handler))
+  server.keepAliveTimeout = KEEP_ALIVE_TIMEOUT_MS
+  server.requestTimeout = options.requestTimeoutMs
+  server.setTimeout(0)
+  return server
 }
 
 /** A validator of a request body against its TypeBox schema; fastify answers what it finds with 400. */
@@ -80,7 +95,7 @@ export function probeServerOptions (log: FastifyBaseLogger): FastifyServerOption
     loggerInstance: log,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: 1024,
-    requestTimeout: 10_000
+    serverFactory: (handler) => nodeServer(handler, { requestTimeoutMs: 10_000 })
   }
 }
 
