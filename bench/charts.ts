@@ -48,7 +48,7 @@ export interface Axes {
   y: Axis
 }
 
-/** A horizontal line across a plot, with its label: a limit. */
+/** A horizontal line across a plot, with its label: a limit, or the reference a ratio is taken to. */
 export interface Guide {
   y: number
   label: string
@@ -59,7 +59,7 @@ export interface LinePlot {
   title: string
   axes: Axes
   series: Series[]
-  guide?: Guide
+  guides?: Guide[]
 }
 
 export interface BarPlot {
@@ -68,6 +68,7 @@ export interface BarPlot {
   yTitle: string
   format: (value: number) => string
   groups: BarGroup[]
+  guides?: Guide[]
 }
 
 export type Panel = LinePlot | BarPlot
@@ -140,7 +141,7 @@ function legend (entries: ReadonlyArray<{ label: string, color: string, dash?: s
 function linePanel (plot: LinePlot, left: number, width: number): { svg: string, legendHeight: number } {
   const points = plot.series.flatMap((series) => series.points)
   const xTicks = ticksOf(plot.axes.x, points.map((point) => point.x))
-  const yTicks = ticksOf(plot.axes.y, [...points.flatMap((point) => [point.low, point.high, point.y]), ...plot.guide === undefined ? [] : [plot.guide.y]])
+  const yTicks = ticksOf(plot.axes.y, [...points.flatMap((point) => [point.low, point.high, point.y]), ...(plot.guides ?? []).map((guide) => guide.y)])
   const [x0, x1, y0, y1] = [left + MARGIN.left, left + width - MARGIN.right, HEIGHT - MARGIN.bottom, MARGIN.top]
   const x = scaleOf(plot.axes.x, xTicks, x0, x1)
   const y = scaleOf(plot.axes.y, yTicks, y0, y1)
@@ -152,9 +153,7 @@ function linePanel (plot: LinePlot, left: number, width: number): { svg: string,
     svg.push(line(x0, y(tick), x1, y(tick), GRID), text(x0 - 6, y(tick) + 4, plot.axes.y.format(tick), { anchor: 'end', size: 11 }))
   }
   svg.push(text((x0 + x1) / 2, y0 + 36, plot.axes.x.title, { anchor: 'middle' }), text(left + 16, (y0 + y1) / 2, plot.axes.y.title, { anchor: 'middle', rotate: true }))
-  if (plot.guide !== undefined) {
-    svg.push(line(x0, y(plot.guide.y), x1, y(plot.guide.y), '#cf222e', ' stroke-dasharray="6 3"'), text(x1 - 4, y(plot.guide.y) - 5, plot.guide.label, { anchor: 'end', size: 11 }))
-  }
+  svg.push(guideLines(plot.guides ?? [], y, x0, x1))
   for (const series of plot.series) {
     const sorted = [...series.points].sort((a, b) => a.x - b.x)
     const path = sorted.map((point) => `${fixed(x(point.x))},${fixed(y(point.y))}`).join(' ')
@@ -168,8 +167,14 @@ function linePanel (plot: LinePlot, left: number, width: number): { svg: string,
   return { svg: svg.join('') + key, legendHeight: height }
 }
 
+/** Each guide as a dashed line across the plot, its label above its right end. */
+function guideLines (guides: readonly Guide[], y: (value: number) => number, x0: number, x1: number): string {
+  return guides.map((guide) => line(x0, y(guide.y), x1, y(guide.y), '#cf222e', ' stroke-dasharray="6 3"') +
+    text(x1 - 4, y(guide.y) - 5, guide.label, { anchor: 'end', size: 11 })).join('')
+}
+
 function barPanel (plot: BarPlot, left: number, width: number): { svg: string, legendHeight: number } {
-  const ticks = linearTicks(plot.groups.flatMap((group) => group.bars.flatMap((bar) => [bar.high, bar.value])))
+  const ticks = linearTicks([...plot.groups.flatMap((group) => group.bars.flatMap((bar) => [bar.high, bar.value])), ...(plot.guides ?? []).map((guide) => guide.y)])
   const [x0, x1, y0, y1] = [left + MARGIN.left, left + width - MARGIN.right, HEIGHT - MARGIN.bottom, MARGIN.top]
   const y = scaleOf({ title: '', format: String, scale: 'linear' }, ticks, y0, y1)
   const svg = [text(left + MARGIN.left, 22, plot.title, { size: 14, weight: 'bold' })]
@@ -189,6 +194,7 @@ function barPanel (plot: BarPlot, left: number, width: number): { svg: string, l
       svg.push(text(middle, y(bar.high) - 5, plot.format(bar.value), { anchor: 'middle', size: 10 }))
     }
   }
+  svg.push(guideLines(plot.guides ?? [], y, x0, x1))
   const seen = new Map(plot.groups.flatMap((group) => group.bars).map((bar) => [bar.label, bar.color]))
   const { svg: key, height } = legend([...seen].map(([label, color]) => ({ label, color })), x0, HEIGHT - 4, x1 - x0)
   return { svg: svg.join('') + key, legendHeight: height }

@@ -1,4 +1,7 @@
+import { Agent, request as httpRequest, type IncomingMessage } from 'node:http'
 import { performance } from 'node:perf_hooks'
+import { text } from 'node:stream/consumers'
+import { setTimeout as sleep } from 'node:timers/promises'
 import autocannon, { type Request } from 'autocannon'
 import type pg from 'pg'
 
@@ -125,4 +128,48 @@ export async function poolLoad (pool: pg.Pool, query: () => [string, unknown[]],
   }
   await Promise.all(Array.from({ length: connections }, worker))
   return { latenciesMs: latencies, seconds: (performance.now() - start) / 1000, unexpectedStatus: 0, errors }
+}
+
+/**
+ * Sends `load`'s request `callsPerSecond` times a second, evenly spaced, for `seconds`, over up to `connections`
+ * kept-alive connections, whether or not earlier calls were answered (an open loop, as calls arrive from a busy
+ * Metacontroller). autocannon's rate limit would not do: each connection sends its share of a second back to back,
+ * then waits for the next second, so the server works at full speed and then idles.
+ */
+export async function pacedLoad (load: HttpLoad, callsPerSecond: number, connections: number, seconds: number): Promise<Sample> {
+  const target = new URL(load.url)
+  const agent = new Agent({ keepAlive: true, maxSockets: connections })
+  const expected = load.status ?? 200
+  const latencies: number[] = []
+  let unexpectedStatus = 0
+  let errors = 0
+  let lastAnswered = 0
+  const send = async (): Promise<void> => {
+    const body = typeof load.body === 'string' ? load.body : load.body()
+    const sent = performance.now()
+    try {
+      const request = httpRequest({ agent, host: target.hostname, port: target.port, method: 'POST', path: load.path, headers: { 'content-type': 'application/json', ...load.headers, 'content-length': String(Buffer.byteLength(body)) } })
+      const answered = new Promise<IncomingMessage>((resolve, reject) => { request.once('response', resolve).once('error', reject) })
+      request.end(body)
+      const response = await answered
+      const answer = await text(response)
+      lastAnswered = performance.now()
+      latencies.push(lastAnswered - sent)
+      if (response.statusCode !== expected) unexpectedStatus++
+      else if (load.verifyBody !== undefined && !load.verifyBody(answer)) errors++
+    } catch {
+      errors++
+    }
+  }
+  const interval = 1000 / callsPerSecond
+  const calls: Array<Promise<void>> = []
+  const start = performance.now()
+  for (let index = 0; index < seconds * callsPerSecond; index++) {
+    const wait = start + index * interval - performance.now()
+    if (wait >= 1) await sleep(wait)
+    calls.push(send())
+  }
+  await Promise.all(calls)
+  agent.destroy()
+  return { latenciesMs: latencies, seconds: ((latencies.length === 0 ? performance.now() : lastAnswered) - start) / 1000, unexpectedStatus, errors }
 }

@@ -1,4 +1,5 @@
-import { chart, type Axis, type Bar, type Point, type Series } from './charts.js'
+import { chart, type Axis, type Bar, type Guide, type Point, type Series } from './charts.js'
+import type { RecordingFacts } from '../dev/hook-recording.js'
 import type { Measurement } from './load.js'
 
 /**
@@ -10,9 +11,15 @@ export type SideName = 'ours' | 'ours, ETag' | 'fastify peer' | 'node:http peer'
 
 /**
  * What this server's rows are compared with: both peers (PodSet), each figure with the better one's (the larger
- * peak RSS, as the target asks), or the naive hook (PostgresWriter).
+ * peak RSS, as the target asks); the fastify peer alone, the bare fastify hook of the fixed cost; or the naive hook
+ * (PostgresWriter, and the replayed burst).
  */
-export type Reference = 'peers' | 'naive hook'
+export type Reference = 'peers' | 'fastify peer' | 'naive hook'
+
+/** The case of the fixed cost of a call: the smallest PodSet, at the pace of a busy Metacontroller. */
+export const FIXED_COST_CASE = 'Fixed cost: PodSet 1 pod at 1,000 calls/s'
+/** The case of the burst recorded from a real Metacontroller, replayed (bench/replay.ts). */
+export const REPLAY_CASE = 'Replayed burst'
 
 export interface Row extends Measurement {
   case: string
@@ -51,12 +58,30 @@ export interface RunFacts {
   memoryLimitMiB: number
 }
 
+/** What the run replayed, and whether each side's answers and rows came out as the recording says they must. */
+export interface ReplaySummary {
+  recording: RecordingFacts
+  /** Calls in flight at once, each object's calls in their recorded order. */
+  concurrency: number
+  /** Passes of the whole recording per side, after one to warm up, each on objects of its own. */
+  passes: number
+  /** Per side: answers that differed from what the recording says, rows found at the end and rows expected. */
+  checks: Partial<Record<SideName, { answersDiffering: number, rowsExpected: number, rowsFound: number, rowsMatched: boolean }>>
+}
+
 const PEERS: SideName[] = ['fastify peer', 'node:http peer']
 /** This server's processes: the one that answers changed requests, and the one that answers 304s. */
 const OURS: SideName[] = ['ours', 'ours, ETag']
-const ETAG_SIZES = ['PodSet 100 pods', 'PodSet 2,000 pods']
-/** A changed request's CPU time, at most this share of the better peer's. */
+/** The sizes of the 304 targets, and of those on changed requests and peak RSS that are taken from 100 pods up. */
+const FROM_100_PODS = ['PodSet 100 pods', 'PodSet 2,000 pods']
+/** A call's fixed cost, at most this many times a bare fastify hook's. */
+const FIXED_COST_CPU = 1.25
+/** A changed request's CPU time, at most the fastify peer's at every size, and this share of the better peer's from 100 pods up. */
 const CHANGED_CPU = 0.9
+/** This server's RSS once started, at most the fastify peer's plus this many MiB. */
+const READY_RSS_MARGIN_MIB = 10
+/** The replayed burst's CPU per call, at most this many times the naive hook's. */
+const REPLAY_CPU = 1.25
 
 const times = (ratio: number | undefined): string => ratio === undefined || Number.isNaN(ratio) ? '–' : `${ratio.toFixed(2)}×`
 /** A figure as results.json holds it: JSON has no NaN, so a figure no request gave is null there. */
@@ -85,7 +110,7 @@ const peerRows = (rows: readonly Row[], row: Pick<Row, 'case' | 'concurrency'>):
 
 /**
  * A row of this server over its reference: requests/s and CPU per request over the better peer's (the higher, the
- * lower), peak RSS over the larger peer's; or each over the naive hook's.
+ * lower), peak RSS over the larger peer's; or each over the one side it is compared with.
  */
 function ratiosToReference (rows: readonly Row[], row: Row): Ratios | undefined {
   if (row.reference === null) return undefined
@@ -97,6 +122,9 @@ function ratiosToReference (rows: readonly Row[], row: Row): Ratios | undefined 
     rss: ratio(row.peakRssMiB, bestOf(references.map((peer) => peer.peakRssMiB), Math.max))
   }
 }
+
+/** How the table names a row's reference, after its ratios. */
+const REFERENCE_LABEL: Record<Reference, string> = { peers: 'peers', 'fastify peer': 'fastify', 'naive hook': 'naive' }
 
 const HEADER = ['case', 'side', 'conc', 'req/s', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'peak RSS MiB', 'CPU ms/req', 'load CPU', 'vs peer: req/s', 'CPU', 'RSS']
 
@@ -116,7 +144,7 @@ function cells (rows: readonly Row[]): string[][] {
       row.peakRssMiB === null ? '–' : row.peakRssMiB.toFixed(0),
       row.serverCpuMsPerRequest === null ? '–' : row.serverCpuMsPerRequest.toFixed(3),
       row.loadCpuShare === null ? '–' : `${(100 * row.loadCpuShare).toFixed(0)} %`,
-      ratios === undefined ? '' : `${times(ratios.requestsPerSecond)} ${row.reference === 'peers' ? 'peers' : 'naive'}`,
+      ratios === undefined || row.reference === null ? '' : `${times(ratios.requestsPerSecond)} ${REFERENCE_LABEL[row.reference]}`,
       ratios === undefined ? '' : times(ratios.cpu),
       ratios === undefined ? '' : times(ratios.rss)
     ]
@@ -163,6 +191,12 @@ const peersMebibytes = (figures: Record<string, number>): string => PEERS.map((p
 export function targets (facts: RunFacts): Target[] {
   const { rows } = facts
   const podSet = (name: string): boolean => name.startsWith('PodSet')
+  const fromHundredPods = (name: string): boolean => FROM_100_PODS.includes(name)
+  /** A figure of this server's row over the same figure of `side`'s row, at the row's case and concurrency. */
+  const over = (side: SideName, field: 'requestsPerSecond' | 'serverCpuMsPerRequest') => (row: Row): number | undefined =>
+    ratio(row[field], find(rows, row.case, side, row.concurrency)?.[field])
+  /** A row's CPU per request over the better peer's (the lower). */
+  const cpuOverBetterPeer = (row: Row): number | undefined => ratio(row.serverCpuMsPerRequest, bestOf(peerRows(rows, row).map((peer) => peer.serverCpuMsPerRequest), Math.min))
   /**
    * A 304 side's requests/s over the better peer's (the higher), or its CPU per request over the better peer's (the
    * lower), at the row's case and concurrency.
@@ -176,27 +210,43 @@ export function targets (facts: RunFacts): Target[] {
     const floor = etagOverPeers(row, 'receive floor', field)
     return floor === undefined ? times(value) : `${times(value)} (receive floor ${times(floor)})`
   }
+  /** The ratio, and the CPU per request behind it: this server's, then the reference's. */
+  const withCpu = (reference: SideName) => (value: number, row: Row): string =>
+    `${times(value)} (${ms(row.serverCpuMsPerRequest)} against ${ms(find(rows, row.case, reference, row.concurrency)?.serverCpuMsPerRequest ?? null)} ms)`
+  const readyRss = bestOf(OURS.map((side) => facts.readyRssMiB[side] ?? null), Math.max)
+  const fastifyReadyRss = facts.readyRssMiB['fastify peer']
   return [
-    verdict(`Changed requests: server CPU per request <= ${CHANGED_CPU}x the better peer's (fastify's or node:http's, the lower) (PodSet 10, 100 and 2,000 pods)`,
-      perRow(rows, podSet, 'ours', (row) => ratio(row.serverCpuMsPerRequest, bestOf(peerRows(rows, row).map((peer) => peer.serverCpuMsPerRequest), Math.min)), (r) => r <= CHANGED_CPU, times)),
-    // Followed by each side's RSS once started: what loading its code and libraries takes, which no request gives back.
-    verdict('Peak RSS <= the larger peer\'s (fastify\'s or node:http\'s) at every size and concurrency',
-      perRow(rows, podSet, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.max)), (r) => r <= 1.0, times),
-      `once started, before any request: this server ${mebibytes(facts.readyRssMiB, 'ours')}, ${peersMebibytes(facts.readyRssMiB)}`),
+    verdict(`Fixed cost of a call: server CPU per call <= ${FIXED_COST_CPU}x a bare fastify hook's (a 1-pod PodSet at 1,000 calls/s)`,
+      perRow(rows, (name) => name === FIXED_COST_CASE, 'ours', over('fastify peer', 'serverCpuMsPerRequest'), (r) => r <= FIXED_COST_CPU, withCpu('fastify peer'))),
+    verdict('Changed requests: server CPU per request <= 1.0x the fastify peer\'s at every size (PodSet 10, 100 and 2,000 pods)',
+      perRow(rows, podSet, 'ours', over('fastify peer', 'serverCpuMsPerRequest'), (r) => r <= 1.0, times)),
+    verdict(`Changed requests from 100 pods up: server CPU per request <= ${CHANGED_CPU}x the better peer's (fastify's or node:http's, the lower) (PodSet 100 and 2,000 pods)`,
+      perRow(rows, fromHundredPods, 'ours', cpuOverBetterPeer, (r) => r <= CHANGED_CPU, times)),
+    verdict('Unchanged resync with its ETag: >= 10x the peers\' requests/s (PodSet 100 and 2,000 pods)',
+      perRow(rows, fromHundredPods, 'ours', (row) => etagOverPeers(row, 'ours, ETag', 'requestsPerSecond'), (r) => r >= 10, withFloor('requestsPerSecond'))),
+    verdict('Unchanged resync with its ETag: <= 1/10 of the peers\' CPU per request (PodSet 100 and 2,000 pods)',
+      perRow(rows, fromHundredPods, 'ours', (row) => etagOverPeers(row, 'ours, ETag', 'serverCpuMsPerRequest'), (r) => r <= 0.1, withFloor('serverCpuMsPerRequest'))),
+    // What loading its code and libraries takes, which no request gives back.
+    verdict(`RSS once started, before any request: <= the fastify peer's + ${READY_RSS_MARGIN_MIB} MiB`, [{
+      label: 'this server',
+      value: readyRss === undefined || fastifyReadyRss === undefined ? undefined : readyRss - fastifyReadyRss,
+      met: (margin) => margin <= READY_RSS_MARGIN_MIB,
+      show: (margin) => `${mebibytes(facts.readyRssMiB, 'ours')}, ${margin >= 0 ? '+' : '−'}${Math.abs(margin).toFixed(0)} MiB over the fastify peer's (${peersMebibytes(facts.readyRssMiB)})`
+    }]),
+    verdict('Peak RSS from 100 pods up: <= the larger peer\'s (fastify\'s or node:http\'s) (PodSet 100 and 2,000 pods)',
+      perRow(rows, fromHundredPods, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.max)), (r) => r <= 1.0, times)),
     verdict(`Peak RSS under the Deployment's memory limit (${facts.memoryLimitMiB} MiB) over the whole run`, [{
       label: 'this server',
       value: bestOf(OURS.map((side) => facts.wholeRunPeakRssMiB[side] ?? null), Math.max),
       met: (peak) => peak < facts.memoryLimitMiB,
       show: (peak) => `${peak.toFixed(0)} MiB (peers: ${peersMebibytes(facts.wholeRunPeakRssMiB)})`
     }]),
-    verdict('Unchanged resync with its ETag: >= 10x the peers\' requests/s (PodSet 100 and 2,000 pods)',
-      perRow(rows, (name) => ETAG_SIZES.includes(name), 'ours', (row) => etagOverPeers(row, 'ours, ETag', 'requestsPerSecond'), (r) => r >= 10, withFloor('requestsPerSecond'))),
-    verdict('Unchanged resync with its ETag: <= 1/10 of the peers\' CPU per request (PodSet 100 and 2,000 pods)',
-      perRow(rows, (name) => ETAG_SIZES.includes(name), 'ours', (row) => etagOverPeers(row, 'ours, ETag', 'serverCpuMsPerRequest'), (r) => r <= 0.1, withFloor('serverCpuMsPerRequest'))),
-    verdict('PostgresWriter unchanged resync: >= 0.9x the naive hook\'s requests/s on the same database',
-      perRow(rows, (name) => name === 'PostgresWriter unchanged resync', 'ours', (row) => ratiosToReference(rows, row)?.requestsPerSecond, (r) => r >= 0.9, times)),
     verdict('PostgresWriter create: >= 0.8x the naive hook\'s requests/s on the same database',
-      perRow(rows, (name) => name === 'PostgresWriter create', 'ours', (row) => ratiosToReference(rows, row)?.requestsPerSecond, (r) => r >= 0.8, times)),
+      perRow(rows, (name) => name === 'PostgresWriter create', 'ours', over('naive hook', 'requestsPerSecond'), (r) => r >= 0.8, times)),
+    verdict('PostgresWriter unchanged resync: >= 0.9x the naive hook\'s requests/s on the same database',
+      perRow(rows, (name) => name === 'PostgresWriter unchanged resync', 'ours', over('naive hook', 'requestsPerSecond'), (r) => r >= 0.9, times)),
+    verdict(`Replayed burst of real Metacontroller calls: server CPU per call <= ${REPLAY_CPU}x the naive hook's`,
+      perRow(rows, (name) => name === REPLAY_CASE, 'ours', over('naive hook', 'serverCpuMsPerRequest'), (r) => r <= REPLAY_CPU, withCpu('naive hook'))),
     {
       target: 'PostgresWriter unchanged resync: zero row writes (pg_stat_user_tables)',
       verdict: facts.resync.hookRequests === 0 ? 'not measured' : facts.resync.rowWrites === 0 ? 'met' : 'not met',
@@ -271,6 +321,8 @@ export interface Results {
   resync: RunFacts['resync']
   /** Counted when the run measured the PostgresWriter create; absent from runs before it was counted. */
   createCosts?: CreateCosts | null
+  /** When the run replayed the recorded burst; absent from runs before it was replayed. */
+  replay?: ReplaySummary | null
   wholeRunPeakRssMiB: RunFacts['wholeRunPeakRssMiB']
   readyRssMiB: RunFacts['readyRssMiB']
   targets: Target[]
@@ -335,11 +387,36 @@ function smallestAndPerObject (results: Results, sides: readonly SideName[]): { 
   return { smallest: small.y, children: first.body.children, object: (large.y - small.y) / (last.body.children - first.body.children) }
 }
 
-/** The opening of the page: what a call costs this server, per call and per object, against the peers. */
+/** A side's row in a case at the shown concurrency, or at the one concurrency the case was measured at. */
+function shownRow (results: Results, name: string, side: SideName): Row | undefined {
+  return find(results.rows, name, side, shownConcurrency(results)) ?? results.rows.find((row) => row.case === name && row.side === side)
+}
+
+/** What a burst holds, in words: `300 PostgresWriters created, their statuses written, resynced, and 225 of them deleted`. */
+function burstWords (recording: RecordingFacts): string {
+  return `${recording.objects.toLocaleString('en')} PostgresWriters applied at once, their statuses written, resynced, and ${recording.deleted.toLocaleString('en')} of them deleted`
+}
+
+/**
+ * The opening of the page: what a call costs this server, around its controller's work and on real traffic, then per
+ * call and per object against the peers.
+ */
 function summary (results: Results): string[] {
   const concurrency = shownConcurrency(results)
   const cpu = (name: string, side: SideName): number | undefined => find(results.rows, name, side, concurrency)?.serverCpuMsPerRequest ?? undefined
   const sentences: string[] = []
+  const [fixed, bare] = (['ours', 'fastify peer'] as const).map((side) => shownRow(results, FIXED_COST_CASE, side)?.serverCpuMsPerRequest ?? undefined)
+  if (fixed !== undefined && bare !== undefined) {
+    sentences.push(`**A hook call with next to no work of its own costs this server ${duration(fixed)} of CPU**, ${times(ratio(fixed, bare))} a bare fastify hook's ${duration(bare)} ` +
+      '(a 1-pod PodSet sync at 1,000 calls/s; the difference is what validation, admission, the ETag, a log line and a metric cost).')
+  }
+  const [replayed, naive] = (['ours', 'naive hook'] as const).map((side) => shownRow(results, REPLAY_CASE, side))
+  if (replayed?.serverCpuMsPerRequest != null && naive?.serverCpuMsPerRequest != null && results.replay != null) {
+    const { recording } = results.replay
+    sentences.push(`On a burst of ${recording.calls.toLocaleString('en')} calls recorded from a real Metacontroller ${recording.metacontroller} (${burstWords(recording)}), ` +
+      `it spent **${duration(replayed.serverCpuMsPerRequest)} of CPU a call**, ${times(ratio(replayed.serverCpuMsPerRequest, naive.serverCpuMsPerRequest))} ` +
+      `a naive hook's ${duration(naive.serverCpuMsPerRequest)}.`)
+  }
   const ours = smallestAndPerObject(results, ['ours'])
   const peers = smallestAndPerObject(results, PEERS)
   const cases = podSetCases(results)
@@ -366,8 +443,7 @@ const COLORS: Partial<Record<SideName, { color: string, dash?: string }>> = {
   'ours, ETag': { color: '#0969da', dash: '7 4' },
   'fastify peer': { color: '#bc4c00' },
   'node:http peer': { color: '#1a7f37' },
-  'receive floor': { color: '#6e7781', dash: '2 3' },
-  'naive hook': { color: '#bc4c00' }
+  'receive floor': { color: '#6e7781', dash: '2 3' }
 }
 
 const LEGEND: Partial<Record<SideName, string>> = {
@@ -375,8 +451,7 @@ const LEGEND: Partial<Record<SideName, string>> = {
   'ours, ETag': 'this server, unchanged (304)',
   'fastify peer': 'fastify peer',
   'node:http peer': 'node:http peer',
-  'receive floor': 'receive floor (304)',
-  'naive hook': 'naive hook'
+  'receive floor': 'receive floor (304)'
 }
 
 const trimmed = (value: number): string => String(Number(value.toPrecision(3)))
@@ -392,24 +467,68 @@ function podSetSeries (results: Results, sides: readonly SideName[], figure: (na
   })).filter((series) => series.points.length > 0)
 }
 
-/** The page's charts, by file name: CPU per request against the request's size, and peak RSS. None without PodSet rows. */
+/**
+ * A side's CPU per request over the lowest of `references`' in a case, at the shown concurrency, and its range over
+ * every concurrency.
+ */
+function ratioPoint (results: Results, name: string, side: SideName, references: readonly SideName[], x: number): Point | undefined {
+  const at = (concurrency: number): number | undefined => ratio(
+    find(results.rows, name, side, concurrency)?.serverCpuMsPerRequest,
+    bestOf(references.map((reference) => find(results.rows, name, reference, concurrency)?.serverCpuMsPerRequest), Math.min))
+  const measured = results.concurrency.map(at).filter((value) => value !== undefined)
+  if (measured.length === 0) return undefined
+  // A case measured at one concurrency only (the fixed cost, the replay) is shown at that one.
+  const shown = at(shownConcurrency(results)) ?? measured[0] as number
+  return { x, y: shown, low: Math.min(...measured), high: Math.max(...measured) }
+}
+
+/** The line that each ratio is read against: its reference's own figure. */
+const parity = (reference: string): Guide => ({ y: 1, label: `1.0: ${reference}` })
+
+/**
+ * The page's charts, by file name: CPU per request as a ratio to the better peer's against the request's size, with
+ * each other comparison as a ratio to its reference; and peak RSS. None without PodSet rows.
+ */
 export function benchmarkCharts (results: Results): Record<string, string> {
   const concurrency = shownConcurrency(results)
   const whiskers = `at concurrency ${concurrency}; whiskers: ${results.concurrency.join(', ')}`
-  const cpuSeries = podSetSeries(results, ['ours', 'ours, ETag', 'fastify peer', 'node:http peer', 'receive floor'], (name, side, x) => cpuPoint(results, name, [side], x))
+  const cpuSeries = podSetSeries(results, ['ours', 'ours, ETag', 'fastify peer', 'receive floor'], (name, side, x) => ratioPoint(results, name, side, PEERS, x))
   if (cpuSeries.length === 0) return {}
-  const writerBars = ['PostgresWriter unchanged resync', 'PostgresWriter create'].map((name) => ({
-    label: name.replace('PostgresWriter ', ''),
-    bars: (['ours', 'naive hook'] as const).map((side): Bar | undefined => {
-      const point = cpuPoint(results, name, [side], 0)
-      return point === undefined ? undefined : { label: LEGEND[side] ?? side, color: COLORS[side]?.color ?? '#000000', value: point.y, low: point.low, high: point.high }
-    }).filter((bar) => bar !== undefined)
-  })).filter((group) => group.bars.length > 0)
-  const cpu = chart(`CPU time per request against the request's size, ${whiskers}`, [
-    { width: 600, panel: { kind: 'lines', title: `PodSet sync: CPU per request (${whiskers})`, axes: { x: REQUEST_AXIS, y: { title: 'CPU ms per request (log scale)', format: trimmed, scale: { log: 10 } } }, series: cpuSeries } },
-    ...writerBars.length === 0
+  const comparisons: Array<[string, string, SideName]> = [
+    ['fixed cost', FIXED_COST_CASE, 'fastify peer'],
+    ['resync', 'PostgresWriter unchanged resync', 'naive hook'],
+    ['create', 'PostgresWriter create', 'naive hook'],
+    ['burst', REPLAY_CASE, 'naive hook']
+  ]
+  const comparisonBars = comparisons.map(([label, name, reference]) => {
+    const point = ratioPoint(results, name, 'ours', [reference], 0)
+    const bars: Bar[] = point === undefined ? [] : [{ label: LEGEND.ours ?? 'ours', color: COLORS.ours?.color ?? '#000000', value: point.y, low: point.low, high: point.high }]
+    return { label, bars }
+  }).filter((group) => group.bars.length > 0)
+  const cpu = chart(`CPU time per request over the better peer's, against the request's size, ${whiskers}`, [
+    {
+      width: 600,
+      panel: {
+        kind: 'lines',
+        title: `PodSet sync: CPU over the better peer's (${whiskers})`,
+        axes: { x: REQUEST_AXIS, y: { title: 'CPU per request / the better peer\'s', format: (value) => `${trimmed(value)}×`, scale: 'linear' } },
+        series: cpuSeries,
+        guides: [parity('the better peer')]
+      }
+    },
+    ...comparisonBars.length === 0
       ? []
-      : [{ width: 300, panel: { kind: 'bars' as const, title: `PostgresWriter sync (${size(results.bodies['PostgresWriter create']?.bytes ?? 0)})`, yTitle: 'CPU ms per request', format: (value: number) => value.toFixed(2), groups: writerBars } }]
+      : [{
+          width: 360,
+          panel: {
+            kind: 'bars' as const,
+            title: 'Other calls: CPU over the reference\'s',
+            yTitle: 'CPU per call / the reference\'s',
+            format: (value: number) => `${value.toFixed(2)}×`,
+            groups: comparisonBars,
+            guides: [parity('the reference')]
+          }
+        }]
   ])
   const rss = (name: string, side: SideName, x: number): Point | undefined => {
     const at = (level: number): number | undefined => find(results.rows, name, side, level)?.peakRssMiB ?? undefined
@@ -424,10 +543,77 @@ export function benchmarkCharts (results: Results): Record<string, string> {
       title: `PodSet sync: peak RSS (${whiskers})`,
       axes: { x: REQUEST_AXIS, y: { title: 'peak RSS MiB', format: trimmed, scale: 'linear' } },
       series: podSetSeries(results, ['ours', 'ours, ETag', 'fastify peer', 'node:http peer'], rss),
-      guide: { y: results.memoryLimitMiB, label: `the Deployment's memory limit, ${results.memoryLimitMiB} MiB` }
+      guides: [{ y: results.memoryLimitMiB, label: `the Deployment's memory limit, ${results.memoryLimitMiB} MiB` }]
     }
   }])
   return { [CHART_FILES.cpu]: cpu, [CHART_FILES.memory]: memory }
+}
+
+/** The page that says where a call's CPU goes, step by step, from docs/. */
+const CALL_STEPS_PAGE = 'architecture.md#the-path-of-a-hook-call'
+
+/** The columns of a case measured on this server and one reference: the load it was given, its latency, its CPU. */
+function sideCells (row: Row | undefined, reference: Row | undefined): string[] {
+  if (row === undefined) return ['–', '–', '–', '–', '–']
+  return [rate(row.requestsPerSecond), ms(row.p50Ms), ms(row.p99Ms), row.serverCpuMsPerRequest === null ? '–' : row.serverCpuMsPerRequest.toFixed(3),
+    reference === undefined || row === reference ? '' : times(ratio(row.serverCpuMsPerRequest, reference.serverCpuMsPerRequest))]
+}
+
+/** The page's section on the fixed cost of a call; none when the run did not measure it. */
+function fixedCostSection (results: Results): string[] {
+  const [ours, bare] = (['ours', 'fastify peer'] as const).map((side) => shownRow(results, FIXED_COST_CASE, side))
+  if (ours === undefined) return []
+  const body = results.bodies[FIXED_COST_CASE]
+  return [
+    '',
+    '## The fixed cost of a call',
+    '',
+    `A PodSet sync with one pod${body === undefined ? '' : ` (${size(body.bytes)})`}, sent at 1,000 calls/s, evenly spaced, over up to ${ours.concurrency} connections, the pace of a busy ` +
+      'Metacontroller: what a call costs around the controller\'s work, with each call mostly alone in the process. The bare fastify hook is ' +
+      'the fastify peer: fastify\'s defaults, the same PodSet answer, and no validation, admission, ETag, log line or metric.',
+    '',
+    markdownTable(['side', 'calls/s', 'p50 ms', 'p99 ms', 'CPU ms per call', 'over the bare fastify hook'], ['left', 'right', 'right', 'right', 'right', 'right'], [
+      ['this server', ...sideCells(ours, bare)],
+      ['bare fastify hook', ...sideCells(bare, bare)]
+    ])
+  ]
+}
+
+/** The page's section on the replayed burst; none when the run did not replay it. */
+function replaySection (results: Results): string[] {
+  const { replay } = results
+  const [ours, naive] = (['ours', 'naive hook'] as const).map((side) => shownRow(results, REPLAY_CASE, side))
+  if (replay == null || ours === undefined) return []
+  const { recording } = replay
+  const check = (side: SideName): string[] => {
+    const found = replay.checks[side]
+    if (found === undefined) return ['–', '–']
+    return [found.answersDiffering === 0 ? 'all' : `**${found.answersDiffering} differed**`,
+      `${found.rowsMatched ? '' : '**not as expected:** '}${found.rowsFound.toLocaleString('en')} of ${found.rowsExpected.toLocaleString('en')}`]
+  }
+  const kinds = Object.entries(recording.kinds).map(([kind, count]) => `${count.toLocaleString('en')} ${kind}`).join(', ')
+  return [
+    '',
+    '## A replayed burst of real Metacontroller calls',
+    '',
+    `\`${recording.file}\`: the ${recording.calls.toLocaleString('en')} hook calls a real Metacontroller ${recording.metacontroller} made to this server on ` +
+      `kube-apiserver ${recording.kubernetes} (the end-to-end rig) on ${recording.recordedAt.slice(0, 10)}, over ${recording.seconds.toFixed(0)} s and at most ` +
+      `${recording.maxInFlight} at once: ${burstWords(recording)}. By kind: ${kinds}. ` +
+      '[bench/README.md](../bench/README.md#the-replayed-burst) says how it was recorded and how to record it again.',
+    '',
+    `Each side replays it on a process and a database schema of its own, once to warm up and then ${replay.passes === 1 ? 'once more' : `${replay.passes} times`}, ` +
+      'each pass on objects of its own (the recording\'s namespace and uids renamed), ' +
+      `${replay.concurrency} calls in flight, each object's calls in their recorded order, as Metacontroller's workers take them. The naive hook answers ` +
+      'what Metacontroller needs with one `INSERT … ON CONFLICT` per sync and one `DELETE` per finalize. This server\'s answers must say what the recorded ' +
+      'ones said (the Ready condition\'s status and reason, `finalized`), the naive hook\'s Ready and finalized, and each side\'s rows at the end must be ' +
+      'those of the objects left, with their last spec.',
+    '',
+    markdownTable(['side', 'calls/s', 'p50 ms', 'p99 ms', 'CPU ms per call', 'over the naive hook', 'answers as expected', 'rows at the end'],
+      ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'], [
+        ['this server', ...sideCells(ours, naive), ...check('ours')],
+        ['naive hook', ...sideCells(naive, naive), ...check('naive hook')]
+      ])
+  ]
 }
 
 /**
@@ -452,16 +638,20 @@ export function benchmarkPage (results: Results): string {
     '',
     ...partial.length === 0 ? [] : [`> **A quick look, not a full run:** ${partial.join('; ')}. Run \`npm run bench\` on a quiet machine before reading figures from this page.`, ''],
     ...summary(results),
-    ...charts.includes(CHART_FILES.cpu) ? [`![CPU time per request against the request's size, for this server and its peers](${CHART_FILES.cpu})`, ''] : [],
+    ...charts.includes(CHART_FILES.cpu) ? [`![CPU time per request over the better peer's against the request's size, and of the other calls over their reference's; 1.0 drawn](${CHART_FILES.cpu})`, ''] : [],
     `Measured by \`npm run bench\` on ${results.date.slice(0, 10)}, on ${machine.cpus} CPUs (${machine.cpu}), each side alone on one of them, ` +
       'against peers that compute the same answers: a minimal fastify hook and a `node:http` one. ' +
       'Runs on a shared or busy machine differ by more than some of the gaps below: compare sides within this run, not with another.',
     '',
     ...charts.includes(CHART_FILES.memory) ? [`![Peak resident memory against the request's size, for this server and its peers](${CHART_FILES.memory})`, ''] : [],
+    `Where each part of a call's CPU goes, step by step: [the path of a hook call](${CALL_STEPS_PAGE}).`,
+    '',
     '## Targets',
     '',
     markdownTable(['target', 'verdict', 'figures'], ['left', 'left', 'left'], results.targets.map((target) => [target.target, verdict[target.verdict], target.figure])),
     ...results.failures.length === 0 ? [] : ['', '**Failures** (the run exited 1):', '', ...results.failures.map((failure) => `- ${failure}`)],
+    ...fixedCostSection(results),
+    ...replaySection(results),
     ...createCostSection(results.createCosts),
     '',
     '## Results',
@@ -486,18 +676,19 @@ export function benchmarkPage (results: Results): string {
 
 const PAGE_LEGEND = `## Reading the table
 
-Each case is one request, sent again and again: a PostgresWriter resync of an unchanged object and a create of a new
-one, and a composite's sync of a changed parent. Every side of a case runs in a process of its own, started for that
-case, and the sides alternate in slices so that each sees the same share of the machine.
+Each case but the replayed burst is one request, sent again and again: a PostgresWriter resync of an unchanged object
+and a create of a new one, a composite's sync of a changed parent, and the fixed cost's 1-pod PodSet sync at 1,000
+calls/s. Every side of a case runs in a process of its own, started for that case, and the sides alternate in slices
+so that each sees the same share of the machine.
 
 | side | what it is |
 |---|---|
 | ours | this server, a request without \`If-None-Match\` (a changed parent: decoded, parsed, validated, answered) |
 | ours, ETag | this server, the same request with the \`If-None-Match\` its first answer carried: an unchanged resync, answered 304 |
-| fastify peer | the minimal fastify hook a person would write (\`bench/peers/\`): fastify's default parser, no schemas, no logger |
+| fastify peer | the minimal fastify hook a person would write (\`bench/peers/\`): fastify's default parser, no schemas, no logger; the bare fastify hook of the fixed cost |
 | node:http peer | \`node:http\` and \`JSON.parse\`, computing the same PodSet answer |
 | receive floor | not a hook: a \`node:http\` server that receives the body of the 304's request and answers 304 without looking at it, the least any Node.js server spends on it |
-| naive hook | the fastify peer's PostgresWriter sync: an \`INSERT … ON CONFLICT\` on every call |
+| naive hook | the fastify peer's PostgresWriter hooks: an \`INSERT … ON CONFLICT\` on every sync, a \`DELETE\` on every finalize |
 | pg loop | the statement with which this server writes a row, run straight on a \`pg\` pool of the same size: the limit of the database |
 
 | column | meaning |
@@ -509,7 +700,7 @@ case, and the sides alternate in slices so that each sees the same share of the 
 | peak RSS MiB | the side's process's peak resident set during the row |
 | CPU ms/req | the side's process's CPU time (all threads) per answered request: the steadiest figure on a busy machine |
 | load CPU | the bench's own CPU time over the time it drove the row: near 100 % when the load, not the side, set the pace |
-| vs peer | on this server's rows, same case and concurrency: req/s and CPU per request over the better peer's (PodSet: the higher req/s, the lower CPU of the fastify and node:http peers) and peak RSS over the larger peer's, or each over the naive hook's (PostgresWriter) |
+| vs peer | on this server's rows, same case and concurrency: req/s and CPU per request over the better peer's (PodSet: the higher req/s, the lower CPU of the fastify and node:http peers) and peak RSS over the larger peer's, or each over the fastify peer's (the fixed cost) or the naive hook's (PostgresWriter, the replayed burst) |
 
 A missed target does not fail the bench: it measures, it does not test. How to run it, its options and profiling:
 [bench/README.md](../bench/README.md).`

@@ -45,6 +45,11 @@ export function compositeCases (): CompositeCase[] {
   ]
 }
 
+/** The fixed cost's request: a PodSet sync with one pod, at steady state. */
+export function fixedCostRequest (): string {
+  return JSON.stringify(podSetRequest({ replicas: 1 }))
+}
+
 /** The fixture of a first sync, and `next` for the same sync of a new object each call (`bench-<n>`, `n` counting up). */
 export function postgresWriterCreate (): { request: Json, next: () => string } {
   const request = fixture('postgres-writer', 'sync-create')

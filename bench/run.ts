@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { writeFile } from 'node:fs/promises'
 import { arch, cpus, release, totalmem, type as osType } from 'node:os'
-import { join } from 'node:path'
+import { join, relative } from 'node:path'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
@@ -12,9 +12,11 @@ import { startPostgres } from '../dev/postgres-process.js'
 import { startServer as startServerProcess } from '../dev/server-process.js'
 import { deployment } from '../dev/deployment.js'
 import { startWireCounter } from '../dev/pg-wire-count.js'
-import { httpLoad, measurement, poolLoad, type HttpLoad, type Length, type Sample } from './load.js'
-import { benchmarkCharts, benchmarkPage, createCostLines, table, targetLines, targets, type CreateCosts, type Reference, type RequestBody, type Results, type Row, type SideName } from './report.js'
-import { compositeCases, postgresWriterCreate, postgresWriterResync, requestBody, type CompositeCase } from './requests.js'
+import { expectedWriterRows, readRecording, recordingFacts } from '../dev/hook-recording.js'
+import { httpLoad, measurement, pacedLoad, poolLoad, type HttpLoad, type Length, type Sample } from './load.js'
+import { answerAsExpected, BURST_FILE, callsOfPass, REPLAY_CONCURRENCY, replay, writerRowsFound, type ReplayCall, type Replayed } from './replay.js'
+import { benchmarkCharts, benchmarkPage, createCostLines, FIXED_COST_CASE, REPLAY_CASE, table, targetLines, targets, type CreateCosts, type Reference, type ReplaySummary, type RequestBody, type Results, type Row, type SideName } from './report.js'
+import { compositeCases, fixedCostRequest, postgresWriterCreate, postgresWriterResync, requestBody, type CompositeCase } from './requests.js'
 
 /**
  * `npm run bench` (after `npm run build`): this server from dist/ in its own process, started as the Deployment
@@ -26,6 +28,9 @@ import { compositeCases, postgresWriterCreate, postgresWriterResync, requestBody
 
 // One sync at a time; Metacontroller's default of 5 workers; a burst of 16.
 const CONCURRENCY = [1, 5, 16]
+/** The fixed cost's pace, and the connections its calls may take (Metacontroller's 5 workers). */
+const FIXED_COST_RATE = 1000
+const FIXED_COST_CONNECTIONS = 5
 // PostgreSQL's PGSTAT_IDLE_INTERVAL (10 s), plus a margin: see rowWrites().
 const STATS_FLUSH_MS = 11_000
 const root = join(import.meta.dirname, '..')
@@ -199,6 +204,7 @@ const bodies: Record<string, RequestBody> = {}
 const failures: string[] = []
 const resync = { rowWrites: 0, hookRequests: 0, loopQueries: 0 }
 let createCosts: CreateCosts | null = null
+let replaySummary: ReplaySummary | null = null
 
 /** What a side's slices add up to at one concurrency. */
 interface SideRecord {
@@ -229,7 +235,7 @@ async function drivenBy<T> (record: SideRecord, work: () => Promise<T>): Promise
  * runs (the fastify peer's 125-130); with 8, from 103 to 108 over three. A side answered 304 gets ten times as many:
  * each costs about a tenth, and four of them came to a few ticks of the 10 ms CPU clock.
  */
-async function compare (name: string, sides: Side[], large: boolean, reference?: Reference): Promise<void> {
+async function compare (name: string, sides: Side[], { large = false, reference, levels = CONCURRENCY }: { large?: boolean, reference?: Reference, levels?: number[] } = {}): Promise<void> {
   const slices = large ? 1 : Math.max(1, Math.round(seconds))
   const length = (side: Side, concurrency: number): Length => large
     ? { requests: Math.max(8, 2 * concurrency) * (side.load?.status === 304 ? 10 : 1) }
@@ -241,7 +247,7 @@ async function compare (name: string, sides: Side[], large: boolean, reference?:
     await side.process?.idle()
     await side.run(...warmUp(large))
   }
-  for (const concurrency of CONCURRENCY) {
+  for (const concurrency of levels) {
     const records = sides.map((): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 }))
     for (let slice = 0; slice < slices; slice++) {
       for (const [index, side] of sides.entries()) {
@@ -301,6 +307,22 @@ async function answerOf (name: string, process: MeasuredProcess, request: Omit<H
   return undefined
 }
 
+/**
+ * Whether a peer gives the very answer this server gave (`answer`), as it must, or the comparison would be of
+ * different work; otherwise the case's failure is recorded.
+ */
+async function answersAlike (name: string, peer: MeasuredProcess, request: Omit<HttpLoad, 'url'>, answer: Answer): Promise<boolean> {
+  const peerAnswer = await answerOf(name, peer, request)
+  if (peerAnswer === undefined) return false
+  try {
+    deepStrictEqual(JSON.parse(peerAnswer.text), JSON.parse(answer.text))
+    return true
+  } catch {
+    failures.push(`${name}: ${peer.name} answered differently from this server`)
+    return false
+  }
+}
+
 const pgLoop = (query: () => [string, unknown[]]): Side => ({
   name: 'pg loop',
   process: undefined,
@@ -348,6 +370,76 @@ async function countCreates (): Promise<CreateCosts | null> {
   return counted as CreateCosts
 }
 
+/** Passes of the recording per side after the warm-up: the same share of BENCH_DURATION as the other cases take. */
+const replayPasses = Math.max(1, Math.round(seconds / 2.5))
+
+/**
+ * The burst recorded from a real Metacontroller, replayed on this server and on the naive hook, each on a process and
+ * in a schema of its own (bench/replay.ts): once to warm up, then `replayPasses` times, the sides taking turns, each
+ * pass about objects of its own. Every answer is checked, and so are the rows each pass left.
+ */
+async function replayBurst (): Promise<ReplaySummary | null> {
+  const recording = await readRecording(BURST_FILE).catch((error: NodeJS.ErrnoException) => {
+    failures.push(`${REPLAY_CASE}: cannot read ${relative(root, BURST_FILE)} (${error.code ?? error.message}): record it with \`npm run bench:record\``)
+    return undefined
+  })
+  if (recording === undefined) return null
+  const schemas = { ours: `${schema}_replay`, naive: `${naiveSchema}_replay` }
+  const passes = Array.from({ length: replayPasses + 1 }, (_, pass) => callsOfPass(recording.calls, pass + 1))
+  const checks: ReplaySummary['checks'] = {}
+  try {
+    await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': naive }) => {
+      const newRecord = (): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 })
+      const sides = [
+        { name: 'ours' as const, process: ours, schema: schemas.ours, differing: 0, record: newRecord() },
+        { name: 'naive hook' as const, process: naive, schema: schemas.naive, differing: 0, record: newRecord() }
+      ]
+      for (const [pass, calls] of passes.entries()) {
+        for (const side of sides) {
+          await side.process.idle()
+          const run = async (): Promise<Replayed> => await replay(side.process.url, calls, REPLAY_CONCURRENCY)
+          const differing = ({ answers }: Replayed): number => answers.filter((answer, index) => !answerAsExpected(calls[index] as ReplayCall, answer, side.name)).length
+          // The first pass warms the process up: checked, not measured.
+          if (pass === 0) {
+            side.differing += differing(await run())
+            continue
+          }
+          const [replayed, peak, cpu] = await side.process.measured(async () => await drivenBy(side.record, run))
+          side.differing += differing(replayed)
+          side.record.samples.push(replayed.sample)
+          side.record.peakRssMiB = Math.max(side.record.peakRssMiB ?? 0, peak)
+          side.record.cpuMs += cpu
+        }
+      }
+      for (const side of sides) {
+        const expected = passes.flatMap((calls) => expectedWriterRows(calls))
+        const found = (await Promise.all(passes.map(async (calls) => await writerRowsFound(admin, side.schema, calls)))).flat()
+        const rowsMatched = JSON.stringify(found) === JSON.stringify(expected)
+        checks[side.name] = { answersDiffering: side.differing, rowsExpected: expected.length, rowsFound: found.length, rowsMatched }
+        if (side.differing > 0) failures.push(`${REPLAY_CASE}: ${side.differing} of ${passes.length * recording.calls.length} answers of ${side.name} differed from what the recording says`)
+        if (!rowsMatched) failures.push(`${REPLAY_CASE}: ${side.name} left ${found.length} rows where the recording leaves ${expected.length}, or not the same`)
+        const measured = measurement(side.record.samples)
+        const row: Row = {
+          case: REPLAY_CASE,
+          side: side.name,
+          concurrency: REPLAY_CONCURRENCY,
+          ...measured,
+          peakRssMiB: side.record.peakRssMiB,
+          serverCpuMsPerRequest: measured.requests === 0 ? null : side.record.cpuMs / measured.requests,
+          loadCpuShare: side.record.loadMs === 0 ? null : side.record.loadCpuMs / side.record.loadMs,
+          reference: side.name === 'ours' ? 'naive hook' : null,
+          failed: measured.unexpectedStatus > 0 || measured.errors > 0
+        }
+        progress(row)
+        rows.push(row)
+      }
+    }, schemas)
+  } finally {
+    for (const replaySchema of Object.values(schemas)) await admin.query(`DROP SCHEMA IF EXISTS "${replaySchema}" CASCADE`)
+  }
+  return { recording: recordingFacts(recording, relative(root, BURST_FILE)), concurrency: REPLAY_CONCURRENCY, passes: replayPasses, checks }
+}
+
 const wholeRunPeakRssMiB: Record<string, number> = {}
 const readyRssMiB: Record<string, number> = {}
 let resyncEnded: number | undefined
@@ -355,11 +447,12 @@ let resyncBefore = 0
 let resyncTable = ''
 
 type ProcessName = 'ours' | 'ours, ETag' | 'fastify peer' | 'node:http peer' | 'receive floor'
-const oursEnv = { ...databaseEnv, PG_SCHEMA: schema }
-const startSide: Record<ProcessName, () => Promise<MeasuredProcess>> = {
-  ours: async () => await startProcess('ours', manifest.script, oursEnv, [...manifest.nodeArgs, ...profile]),
-  'ours, ETag': async () => await startProcess('ours, ETag', manifest.script, oursEnv, [...manifest.nodeArgs, ...profile]),
-  'fastify peer': async () => await startProcess('fastify peer', 'bench/peers/fastify-hook.js', { ...databaseEnv, PG_SCHEMA: naiveSchema, PG_POOL_MAX: String(config.database.poolMax) }),
+/** The schemas the processes of a case write in: this server's, and the naive hook's. */
+interface Schemas { ours: string, naive: string }
+const startSide: Record<ProcessName, (schemas: Schemas) => Promise<MeasuredProcess>> = {
+  ours: async ({ ours }) => await startProcess('ours', manifest.script, { ...databaseEnv, PG_SCHEMA: ours }, [...manifest.nodeArgs, ...profile]),
+  'ours, ETag': async ({ ours }) => await startProcess('ours, ETag', manifest.script, { ...databaseEnv, PG_SCHEMA: ours }, [...manifest.nodeArgs, ...profile]),
+  'fastify peer': async ({ naive }) => await startProcess('fastify peer', 'bench/peers/fastify-hook.js', { ...databaseEnv, PG_SCHEMA: naive, PG_POOL_MAX: String(config.database.poolMax) }),
   'node:http peer': async () => await startProcess('node:http peer', 'bench/peers/http-hook.js', {}),
   'receive floor': async () => await startProcess('receive floor', 'bench/peers/receive-floor.js', {})
 }
@@ -370,8 +463,8 @@ const running = new Set<MeasuredProcess>()
  * CPU time or peak RSS. This server's ETag side is a process of its own: in the process that answers the changed
  * requests, the garbage they left was collected while the 304s ran, and counted as theirs.
  */
-async function onFreshProcesses (names: readonly ProcessName[], measure: (sides: Record<ProcessName, MeasuredProcess>) => Promise<void>): Promise<void> {
-  const started = await Promise.all(names.map(async (name) => await startSide[name]()))
+async function onFreshProcesses (names: readonly ProcessName[], measure: (sides: Record<ProcessName, MeasuredProcess>) => Promise<void>, schemas: Schemas = { ours: schema, naive: naiveSchema }): Promise<void> {
+  const started = await Promise.all(names.map(async (name) => await startSide[name](schemas)))
   for (const side of started) running.add(side)
   try {
     await measure(Object.fromEntries(started.map((side) => [side.name, side])) as Record<ProcessName, MeasuredProcess>)
@@ -393,6 +486,21 @@ try {
     `this server with the Deployment's ${manifest.nodeArgs.join(' ')} (limit ${manifest.memoryLimitMiB} MiB), ` +
     (placement === undefined ? 'unpinned (one CPU)' : `sides on CPU ${placement.sides}, load and PostgreSQL on CPU ${placement.load}`) +
     ', each case on processes of its own')
+
+  if (selected(FIXED_COST_CASE)) {
+    await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': bareFastify }) => {
+      const body = fixedCostRequest()
+      bodies[FIXED_COST_CASE] = requestBody(body)
+      const path = '/podset/sync'
+      const answer = await answerOf(FIXED_COST_CASE, ours, { path, body })
+      if (answer === undefined || !await answersAlike(FIXED_COST_CASE, bareFastify, { path, body }, answer)) return
+      const paced = (name: SideName, process: MeasuredProcess): Side => {
+        const load = { path, body, url: process.url }
+        return { name, process, load, run: async (connections, length) => await pacedLoad(load, FIXED_COST_RATE, connections, 'seconds' in length ? length.seconds : seconds) }
+      }
+      await compare(FIXED_COST_CASE, [paced('ours', ours), paced('fastify peer', bareFastify)], { reference: 'fastify peer', levels: [FIXED_COST_CONNECTIONS] })
+    })
+  }
 
   const resyncName = 'PostgresWriter unchanged resync'
   if (selected(resyncName)) {
@@ -418,7 +526,7 @@ try {
           onProcess('ours', ours, { path, body, verifyBody: rowWritten }),
           onProcess('naive hook', fastifyPeer, { path, body, verifyBody: rowWritten }),
           pgLoop(query)
-        ], false, 'naive hook')
+        ], { reference: 'naive hook' })
         resyncEnded = Date.now()
         resync.hookRequests = rows.filter((row) => row.case === resyncName && row.side === 'ours').reduce((sum, row) => sum + row.requests, 0)
       }
@@ -448,21 +556,11 @@ try {
         }
       }
       if (composite.peers) {
-        // The peers must give the very answer this server gives, or the comparison would be of different work.
-        for (const peer of [fastifyPeer, httpPeer]) {
-          const peerAnswer = await answerOf(composite.name, peer, { path, body })
-          if (peerAnswer === undefined) return
-          try {
-            deepStrictEqual(JSON.parse(peerAnswer.text), JSON.parse(answer.text))
-          } catch {
-            failures.push(`${composite.name}: ${peer.name} answered differently from this server`)
-            return
-          }
-        }
+        for (const peer of [fastifyPeer, httpPeer]) if (!await answersAlike(composite.name, peer, { path, body }, answer)) return
         sides.push(onProcess('fastify peer', fastifyPeer, { path, body }), onProcess('node:http peer', httpPeer, { path, body }))
         if (notModified !== undefined) sides.push(onProcess('receive floor', receiveFloor, notModified))
       }
-      await compare(composite.name, sides, composite.large, composite.peers ? 'peers' : undefined)
+      await compare(composite.name, sides, { large: composite.large, reference: composite.peers ? 'peers' : undefined })
     })
   for (const composite of composites.filter((c) => !c.large)) await measureComposite(composite)
 
@@ -485,10 +583,12 @@ try {
         onProcess('ours', ours, { path, body: next, verifyBody: rowWritten }),
         onProcess('naive hook', fastifyPeer, { path, body: next, verifyBody: rowWritten }),
         pgLoop(() => [sql, [`${namespace}/pg-loop-${created++}`, person, age, country]])
-      ], false, 'naive hook')
+      ], { reference: 'naive hook' })
     })
     createCosts = await countCreates()
   }
+
+  if (selected(REPLAY_CASE)) replaySummary = await replayBurst()
 
   for (const composite of composites.filter((c) => c.large)) await measureComposite(composite)
 } finally {
@@ -527,6 +627,7 @@ const results: Results = {
   rows,
   resync,
   createCosts,
+  replay: replaySummary,
   wholeRunPeakRssMiB,
   readyRssMiB,
   targets: verdicts,
