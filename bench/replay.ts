@@ -12,7 +12,7 @@ import type { Sample } from './load.js'
  * leaves read back.
  */
 
-/** The burst the bench replays: recorded by `npm run bench:record` (scripts/record-burst.ts). */
+/** The burst the bench replays: recorded by `npm run bench:record` (test/e2e/record-burst.ts). */
 export const BURST_FILE = join(import.meta.dirname, 'recordings', 'postgres-writer-burst.jsonl.gz')
 
 /**

@@ -9,7 +9,7 @@ import { gunzipSync, gzipSync } from 'node:zlib'
 /**
  * Hook calls recorded as Metacontroller made them, for the benchmark to replay: a proxy in front of a hook server
  * that records every call (its path, headers and body, and the answer) in the order they came, the file they are kept
- * in, and what a PostgresWriter recording says the database must hold at its end. scripts/record-burst.ts records
+ * in, and what a PostgresWriter recording says the database must hold at its end. test/e2e/record-burst.ts records
  * one on the end-to-end rig; bench/replay.ts replays it.
  */
 
