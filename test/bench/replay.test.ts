@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto'
 import { text } from 'node:stream/consumers'
 import { test } from 'node:test'
 import pg from 'pg'
-import type { RecordedCall } from '../../dev/hook-recording.js'
-import { answerAsExpected, callsOfPass, replay, writerRowsFound, type ReplayCall } from '../../bench/replay.js'
+import { callKinds, expectedWriterRows, readRecording, type RecordedCall } from '../../dev/hook-recording.js'
+import { answerAsExpected, BURST_FILE, callsOfPass, replay, writerRowsFound, type ReplayCall } from '../../bench/replay.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 
 /** The replay of a recorded burst (bench/replay.ts): its passes, its order, its checks, the rows it reads back. */
@@ -114,4 +114,16 @@ test('the rows read back are those of the pass\'s objects, in the tables their s
     { table: 'students', id: 'burst-1/b', name: 'bo', age: 30, country: 'peru' }
   ])
   assert.deepEqual(await writerRowsFound(pool, `${schema}_missing`, calls), [], 'no table, no rows')
+})
+
+test('the committed burst is a real Metacontroller\'s, and holds what its header says: every object created, the deleted ones finalized', async () => {
+  const { header, calls } = await readRecording(BURST_FILE)
+  assert.match(header.metacontroller, /^v\d+\.\d+\.\d+$/)
+  assert.ok(calls.length > header.objects, `${calls.length} calls`)
+  const kinds = callKinds(calls)
+  assert.equal(kinds.filter((kind) => kind === 'create').length, header.objects)
+  assert.ok(kinds.includes('update') && kinds.includes('resync'), 'status updates and resyncs')
+  assert.equal(new Set(calls.filter((call) => call.path.endsWith('/finalize')).map((call) => (JSON.parse(call.body) as { object: { metadata: { name: string } } }).object.metadata.name)).size, header.deleted)
+  assert.equal(expectedWriterRows(calls).length, header.objects - header.deleted)
+  assert.ok(calls.every((call) => call.headers.authorization === undefined), 'no secret recorded')
 })
