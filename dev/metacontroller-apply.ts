@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { ChildResource, Controller } from '../hooks/framework/controller.js'
-import { groupKey } from '../hooks/framework/wire/objects.js'
+import { groupKey, isObject } from '../hooks/framework/wire/objects.js'
 import type { CompositeResponse, KubernetesObject, ObjectMap } from '../hooks/framework/wire/schemas.js'
 import { applyUpdate, LAST_APPLIED_ANNOTATION as LAST_APPLIED, listMapKey, MERGE_KEYS, mergeKeyOf } from '../hooks/framework/wire/apply.js'
 
@@ -15,8 +15,6 @@ import { applyUpdate, LAST_APPLIED_ANNOTATION as LAST_APPLIED, listMapKey, MERGE
 export { applyUpdate }
 
 type Json = Record<string, any>
-
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** One field that differs: its path, and its value before and after (absent on the side that has none), or what changes in words. */
 export interface FieldChange {

@@ -1,3 +1,5 @@
+import { isObject } from '../../hooks/framework/wire/objects.js'
+
 /**
  * managedFields as the API server records them: which manager set which fields (FieldsV1), with the structure of
  * the built-in types reduced to the few rules the simulated objects need.
@@ -11,8 +13,6 @@ const MAPS = new Set(['labels', 'annotations', 'matchLabels', 'nodeSelector', 'r
 const OPTIONAL_STRUCTS = new Set(['rollingUpdate', 'persistentVolumeClaimRetentionPolicy'])
 /** Lists that always exist, so that no manager owns the list itself. */
 const ALWAYS_PRESENT = new Set(['containers', 'conditions'])
-
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** The key the API server gives an item of a list map, or undefined for an item of an atomic list. */
 function listKey (item: Json): Json | undefined {

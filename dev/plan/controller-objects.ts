@@ -1,6 +1,7 @@
 import type { Controller } from '../../hooks/framework/controller.js'
 import { KubeApiError, type Json, type KubeApi, type ResourceInfo } from './kube-api.js'
 import type { AnnotationSelector, LabelSelector } from './selectors.js'
+import { isObject } from '../../hooks/framework/wire/objects.js'
 
 /**
  * A controller's CompositeController or DecoratorController as the cluster holds it: Metacontroller acts on that
@@ -58,8 +59,6 @@ export function controllerKind (controller: Pick<Controller, 'type'>): string {
 export function finalizerName (controller: Pick<ControllerObject, 'type' | 'name'>): string {
   return `metacontroller.io/${controller.type === 'composite' ? 'compositecontroller' : 'decoratorcontroller'}-${controller.name}`
 }
-
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** The object of `controller` in the cluster, with its rules' kinds from discovery; undefined when it is not installed. */
 export async function readControllerObject (api: KubeApi, controller: Controller): Promise<ControllerObject | undefined> {

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import type { Controller, HookName } from '../../hooks/framework/controller.js'
-import { groupKey } from '../../hooks/framework/wire/objects.js'
+import { groupKey, isObject } from '../../hooks/framework/wire/objects.js'
 import { goJson, LAST_APPLIED_ANNOTATION } from '../../hooks/framework/wire/apply.js'
 import type { KubernetesObject, ObjectMap } from '../../hooks/framework/wire/schemas.js'
 import { asAppliedChild, childName, fieldChanges, identity, inNamespaceOf, planChildren, type ChildUpdate, type FieldChange } from '../metacontroller-apply.js'
@@ -98,8 +98,6 @@ export interface ParentInput {
   now: string
   run: HookRunner
 }
-
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 export function refOf (object: Json): ObjectRef {
   const namespace = object.metadata?.namespace

@@ -1,4 +1,4 @@
-import { groupKey } from './wire/objects.js'
+import { groupKey, isObject } from './wire/objects.js'
 
 /**
  * The fields of observed children that a controller's hooks read, as its `childResources` declare them
@@ -31,10 +31,6 @@ export function readFields (kinds: readonly ChildKind[]): ReadFields | undefined
 }
 
 type Json = Record<string, unknown>
-
-function isObject (value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
 
 /**
  * `request` with each child of a group in `fields` holding the fields kept alone; what else it holds is shared, not

@@ -1,6 +1,7 @@
 import type { Static, TSchema } from '@sinclair/typebox'
 import { TypeCompiler, ValueErrorType, type TypeCheck, type ValueError } from '@sinclair/typebox/compiler'
 import { unprocessableSpec } from './errors.js'
+import { isObject } from './wire/objects.js'
 
 /**
  * Compiles a spec schema into a parser that reads a spec as the API server stores it: unknown fields pruned and the
@@ -44,7 +45,7 @@ interface SchemaNode {
  */
 function stored (schema: SchemaNode, value: unknown): unknown {
   const present = value === undefined && 'default' in schema ? structuredClone(schema.default) : value
-  if (schema.type === 'object' && schema.properties !== undefined && isPlainObject(present)) {
+  if (schema.type === 'object' && schema.properties !== undefined && isObject(present)) {
     const fields: Record<string, unknown> = {}
     for (const [name, property] of Object.entries(schema.properties)) {
       const field = stored(property, Object.hasOwn(present, name) ? present[name] : undefined)
@@ -57,10 +58,6 @@ function stored (schema: SchemaNode, value: unknown): unknown {
     return present.map((item: unknown) => stored(items, item))
   }
   return present
-}
-
-function isPlainObject (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 /** TypeBox says only "Expected union value" for an enum or an int-or-string: name what is accepted instead. */

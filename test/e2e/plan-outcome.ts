@@ -3,6 +3,7 @@ import { listMapKey } from '../../hooks/framework/wire/apply.js'
 import { fieldPath, SHOWN_KEYS } from '../../dev/metacontroller-apply.js'
 import type { ClusterPlan } from '../../dev/plan/plan-cluster.js'
 import { describe, type ObjectRef, type PlannedField } from '../../dev/plan/parent-plan.js'
+import { isObject } from '../../hooks/framework/wire/objects.js'
 
 /**
  * What changed in the cluster and in PostgreSQL between two snapshots, against what a plan said would change: every
@@ -20,8 +21,6 @@ export type Rows = Map<string, { name: unknown, age: unknown, country: unknown, 
 
 /** What is never compared: what the API server changes with every write. */
 const IGNORED = new Set(['metadata.resourceVersion', 'metadata.managedFields'])
-
-const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 /** Every leaf of a value by its field path, lists of keyed objects item by item (as the plan names fields). */
 export function leaves (value: unknown, prefix: string, into = new Map<string, unknown>()): Map<string, unknown> {

@@ -1,3 +1,4 @@
+import { isObject } from './objects.js'
 import type { KubernetesObject } from './schemas.js'
 
 /**
@@ -17,12 +18,8 @@ export const MERGE_KEYS = ['containerPort', 'port', 'mountPath', 'name', 'uid', 
 
 type Json = Record<string, any>
 
-function isObject (value: unknown): value is Json {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
-}
-
 /** Go's order of map keys: by their UTF-8 bytes, which differs from JavaScript's UTF-16 order beyond U+FFFF. */
-function goKeyOrder (a: string, b: string): number {
+export function goKeyOrder (a: string, b: string): number {
   return Buffer.compare(Buffer.from(a), Buffer.from(b))
 }
 

@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { applyUpdate, goJson, LAST_APPLIED_ANNOTATION } from './apply.js'
-import { MAX_OBSERVED_DEPTH, nestsDeeperThan, objectKey } from './objects.js'
+import { isObject, MAX_OBSERVED_DEPTH, nestsDeeperThan, objectKey } from './objects.js'
 import type { KubernetesObject } from './schemas.js'
 
 /**
@@ -25,10 +25,6 @@ export interface Stamp {
   namespace: string | undefined
   labels: Record<string, string>
   annotations: Record<string, string>
-}
-
-function isObject (value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value)
 }
 
 function holds (map: unknown, wanted: Record<string, string>): boolean {

@@ -1,5 +1,10 @@
 import type { KubernetesObject, ObjectMap } from './schemas.js'
 
+/** Whether `value` is a JSON object, neither null nor an array; `T` is what the caller reads it as. */
+export function isObject<T extends object = Record<string, unknown>> (value: unknown): value is T {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
 /** The key Metacontroller v2 gives an object in a children/attachments map. */
 export function objectKey (object: Pick<KubernetesObject, 'metadata'>): string {
   const { namespace, name } = object.metadata
