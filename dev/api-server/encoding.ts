@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto'
+import { goKeyOrder } from '../../hooks/framework/wire/apply.js'
 import { kubernetesTime } from '../../hooks/framework/wire/conditions.js'
 
 /** Stable ids, hashes and times derived from names, so that the same call always gives the same bytes; Go's JSON. */
@@ -7,7 +8,7 @@ import { kubernetesTime } from '../../hooks/framework/wire/conditions.js'
 export function sortedKeys<T> (value: T): T {
   if (Array.isArray(value)) return value.map(sortedKeys) as T
   if (typeof value !== 'object' || value === null) return value
-  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0).map(([k, v]) => [k, sortedKeys(v)])) as T
+  return Object.fromEntries(Object.entries(value).sort(([a], [b]) => goKeyOrder(a, b)).map(([k, v]) => [k, sortedKeys(v)])) as T
 }
 
 /** JSON as Go writes it: the last-applied annotations. */
