@@ -1,3 +1,4 @@
+import { LAST_APPLIED_ANNOTATION as LAST_APPLIED } from '../../hooks/framework/wire/apply.js'
 import type { KubernetesObject, ObjectMap } from '../../hooks/framework/wire/schemas.js'
 import { goJson, sortedKeys, uidFor } from './encoding.js'
 import { deployment } from './kinds/deployment.js'
@@ -8,7 +9,6 @@ import { service } from './kinds/service.js'
 import { statefulSet } from './kinds/stateful-set.js'
 import { storedAsApplied } from './kinds/stored-as-applied.js'
 import { fieldsOf, managedEntry } from './managed-fields.js'
-import { asApplied, LAST_APPLIED, ownerReferenceTo } from './metacontroller.js'
 
 /**
  * What the API server and the cluster's controllers make of a child that Metacontroller applied from a hook's
@@ -25,6 +25,16 @@ const kinds: Record<string, KindModel> = {
   StatefulSet: statefulSet,
   Service: service,
   PersistentVolumeClaim: persistentVolumeClaim
+}
+
+/** The desired child as Metacontroller sends it to the API server: in the parent's namespace, with its selector label. */
+function asApplied (parent: KubernetesObject, desired: KubernetesObject): KubernetesObject {
+  const namespace = desired.metadata.namespace ?? parent.metadata.namespace ?? 'default'
+  return { ...desired, metadata: { ...desired.metadata, namespace, labels: { ...desired.metadata.labels, 'controller-uid': String(parent.metadata.uid) } } }
+}
+
+function ownerReferenceTo (parent: KubernetesObject): Record<string, unknown> {
+  return { apiVersion: parent.apiVersion, kind: parent.kind, name: String(parent.metadata.name), uid: String(parent.metadata.uid), controller: true, blockOwnerDeletion: true }
 }
 
 /** `desired` (a child of a hook's answer) as the cluster holds it after Metacontroller applied it over `previous`. */

@@ -5,19 +5,9 @@ import { metacontrollerManifest } from '../manifests.js'
 import { appliedChildren, withSortedKeys, type ApplyState } from './apply.js'
 import { sortedKeys, uidFor } from './encoding.js'
 
-/** What Metacontroller adds to a desired child before it applies it, and the controller object it sends in every request. */
+/** The controller object Metacontroller sends in every request, its sync requests, and what a sync it applied leads to. */
 
 export { LAST_APPLIED_ANNOTATION as LAST_APPLIED } from '../../hooks/framework/wire/apply.js'
-
-/** The desired child as Metacontroller sends it to the API server: in the parent's namespace, with its selector label. */
-export function asApplied (parent: KubernetesObject, desired: KubernetesObject): KubernetesObject {
-  const namespace = desired.metadata.namespace ?? parent.metadata.namespace ?? 'default'
-  return { ...desired, metadata: { ...desired.metadata, namespace, labels: { ...desired.metadata.labels, 'controller-uid': String(parent.metadata.uid) } } }
-}
-
-export function ownerReferenceTo (parent: KubernetesObject): Record<string, unknown> {
-  return { apiVersion: parent.apiVersion, kind: parent.kind, name: String(parent.metadata.name), uid: String(parent.metadata.uid), controller: true, blockOwnerDeletion: true }
-}
 
 /** The CompositeController or DecoratorController of `controller` as the API server holds it. */
 export function controllerObject (controller: Parameters<typeof metacontrollerManifest>[0]): Record<string, unknown> {
