@@ -50,9 +50,9 @@ const unknown = names.filter((name) => !controllers.some((controller) => control
 if (unknown.length > 0) fail(`--controller ${unknown.join(', ')}: this checkout has no such controller; it has ${controllers.map((controller) => controller.name).join(', ')}`)
 const chosen = names.length === 0 ? controllers : controllers.filter((controller) => names.includes(controller.name))
 
-let database
+let config
 try {
-  database = loadConfig(process.env).database
+  config = loadConfig(process.env)
 } catch (error) {
   if (!(error instanceof ConfigError)) throw error
   fail(`the database settings the plan shares with the hook server are not valid: ${error.message}`)
@@ -70,7 +70,7 @@ const terminal = process.stderr.isTTY
 const progress = terminal ? (message: string) => { process.stderr.write(`\r\x1b[K${message}`) } : undefined
 const api = new KubeApi(server)
 try {
-  const plan = await planCluster({ api, controllers: chosen, scope: { namespace: options.namespace, selector: options.selector }, database, now: new Date(), progress })
+  const plan = await planCluster({ api, controllers: chosen, scope: { namespace: options.namespace, selector: options.selector }, config, now: new Date(), progress })
   if (terminal) process.stderr.write('\r\x1b[K')
   process.stdout.write(options.output === 'json' ? jsonReport(plan) : textReport(plan))
   process.exitCode = plan.exitCode

@@ -4,9 +4,9 @@ import { test } from 'node:test'
 import Fastify from 'fastify'
 import { controllers } from '../hooks/controllers.js'
 import { connectionFromUrl } from '../hooks/database/connection.js'
-import { connectPostgres } from '../hooks/database/pool.js'
+import { connectPostgres, type PostgresNeed } from '../hooks/database/pool.js'
 import { answerBudget, jsonBytes, shownSize } from '../hooks/framework/answer-budget.js'
-import { hookContext, ioFor, servedHooks, type Controller, type Io } from '../hooks/framework/controller.js'
+import { configure, hookContext, ioFor, servedHooks, type Controller } from '../hooks/framework/controller.js'
 import type { CompositeResponse, DecoratorResponse, KubernetesObject } from '../hooks/framework/wire/schemas.js'
 import { loadConfig } from '../hooks/runtime/config.js'
 import { afterSync, syncRequest } from '../dev/api-server/metacontroller.js'
@@ -42,17 +42,18 @@ function servedSize (controller: Controller, answer: CompositeResponse | Decorat
 
 for (const controller of controllers) {
   test(`${controller.name}: the worst spec its CRD admits is answered within the answer budget (${budget} bytes)`, async (t) => {
-    const io: Partial<Io> = {}
+    const io: Partial<PostgresNeed> = {}
+    const schema = `bounds_${randomBytes(6).toString('hex')}`
+    const config = loadConfig({ PG_SCHEMA: schema })
     if ((controller.needs as readonly string[]).includes('postgres')) {
-      const config = loadConfig({ PG_SCHEMA: `bounds_${randomBytes(6).toString('hex')}` })
       const postgres = connectPostgres(connectionFromUrl(testDatabaseUrl(), 'test database'), config.database, Fastify().log)
       t.after(async () => {
-        await postgres.pool.query(`DROP SCHEMA IF EXISTS "${config.database.policy.schema}" CASCADE`)
+        await postgres.pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)
         await postgres.pool.end()
       })
       io.postgres = postgres
     }
-    const served = ioFor(controller, io)
+    const served = ioFor(configure(controller, config.settings), io)
     const parent = worstParent(controller)
     const now = NOW.toISOString().replace(/\.\d+Z$/, 'Z')
     if (controller.type === 'decorator') {

@@ -1,6 +1,7 @@
-import { hookContext, ioFor, servedHooks, type Controller, type HookContext, type HookName, type Io } from '../../hooks/framework/controller.js'
+import { configure, hookContext, ioFor, servedHooks, type Controller, type HookContext, type HookName, type Io } from '../../hooks/framework/controller.js'
 import { HookError } from '../../hooks/framework/errors.js'
 import { ConfigurationSchema } from '../../hooks/runtime/config-schema.js'
+import { loadConfig } from '../../hooks/runtime/config.js'
 import { postgresWriter, type PostgresWriterIo } from '../../hooks/postgres-writer/index.js'
 import type { Json } from './kube-api.js'
 import type { RowEffect, RowForecast } from './postgres-writer.js'
@@ -23,6 +24,8 @@ export interface RunnerOptions {
   /** The time a hook stamps on a condition whose status changes. */
   now: string
   io: Partial<Io>
+  /** The hook server's settings, its controllers' own included; the defaults without them. */
+  settings?: Readonly<Record<string, unknown>>
   /** Where PostgresWriter's writes go instead; without one, its hooks are not run. */
   rows?: RowForecast | undefined
 }
@@ -39,11 +42,11 @@ function served (controller: Controller): Served {
   return controller.type === 'composite' ? servedHooks(controller, BODY_LIMIT) : servedHooks(controller, BODY_LIMIT)
 }
 
-export function hookRunner ({ now, io, rows }: RunnerOptions): HookRunner {
+export function hookRunner ({ now, io, settings = loadConfig({}).settings, rows }: RunnerOptions): HookRunner {
   const connected = new Map<Controller, object>()
   const connect = (controller: Controller): object => {
     let built = connected.get(controller)
-    if (built === undefined) connected.set(controller, built = ioFor(controller, io))
+    if (built === undefined) connected.set(controller, built = ioFor(configure(controller, settings), io))
     return built
   }
   return async (controller, hook, request) => {

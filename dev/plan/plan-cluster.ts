@@ -1,8 +1,10 @@
 import pg from 'pg'
 import type { Controller, Io } from '../../hooks/framework/controller.js'
-import type { DatabaseConfig, PostgresIo } from '../../hooks/database/pool.js'
+import type { DatabaseConfig, Postgres } from '../../hooks/database/pool.js'
 import { kubernetesTime } from '../../hooks/framework/wire/conditions.js'
 import { postgresWriter } from '../../hooks/postgres-writer/index.js'
+import { postgresWriterSettings } from '../../hooks/postgres-writer/settings.js'
+import type { Config } from '../../hooks/runtime/config.js'
 import { planController, skippedPlan, total, type ControllerPlan, type ControllerRead } from './controller-plan.js'
 import { readControllerObject } from './controller-objects.js'
 import { hookRunner } from './hook-runner.js'
@@ -43,8 +45,8 @@ export interface PlanOptions {
   api: KubeApi
   controllers: readonly Controller[]
   scope: Scope
-  /** The hook server's database settings, for PostgresWriter. */
-  database: DatabaseConfig
+  /** The hook server's configuration: its database and PostgresWriter's settings. */
+  config: Config
   now: Date
   /** A line of what the plan is doing, for a terminal. */
   progress?: (message: string) => void
@@ -83,7 +85,9 @@ export function readOnlyPool (database: DatabaseConfig): pg.Pool {
 }
 
 export async function planCluster (options: PlanOptions): Promise<ClusterPlan> {
-  const { api, scope, database } = options
+  const { api, scope } = options
+  const { database } = options.config
+  const settings = postgresWriterSettings.read(options.config.settings)
   const now = kubernetesTime(options.now)
   const errors: string[] = []
   const say = options.progress ?? (() => {})
@@ -116,13 +120,12 @@ export async function planCluster (options: PlanOptions): Promise<ClusterPlan> {
         throw new Error(`cannot connect to PostgreSQL (${database.connection?.description ?? ''}): ${database.connection?.conceal(error.message) ?? error.message}`)
       })
       try {
-        rows = new RowForecast(await readRowSnapshot(client, database.policy.schema, read.parents), database.policy)
+        rows = new RowForecast(await readRowSnapshot(client, settings.schema, read.parents), settings)
       } finally {
         client.release()
       }
-      const postgres: PostgresIo = {
+      const postgres: Postgres = {
         pool,
-        policy: database.policy,
         description: database.connection.description,
         conceal: database.connection.conceal,
         deadlineMs: database.hookDeadlineMs,
@@ -135,7 +138,7 @@ export async function planCluster (options: PlanOptions): Promise<ClusterPlan> {
     for (const read of reads) if (read.controller === postgresWriter) skipped.set(read.controller, 'not planned: PostgreSQL could not be read')
   }
 
-  const run = hookRunner({ now, io, rows })
+  const run = hookRunner({ now, io, settings: options.config.settings, rows })
   const controllers: ControllerPlan[] = []
   try {
     for (const read of reads) {

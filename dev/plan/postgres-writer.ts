@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
-import type { PostgresPolicy } from '../../hooks/database/pool.js'
 import type { Rows } from '../../hooks/postgres-writer/index.js'
 import { refused, tableMissing } from '../../hooks/postgres-writer/failures.js'
 import { hookTablesMissing, rowDeleted } from '../../hooks/postgres-writer/rows.js'
+import type { PostgresWriterSettings } from '../../hooks/postgres-writer/settings.js'
 import { inspectTable, qualified } from '../../hooks/postgres-writer/statements.js'
 import { isSqlIdentifier } from '../../hooks/postgres-writer/sql-identifier.js'
 import type { FinalizePlan, FinalizeResult, Row, SyncPlan, WriteResult } from '../../hooks/postgres-writer/sync.js'
@@ -126,7 +126,7 @@ export interface ForecastCall extends Rows {
  * by statement, records what they would do, and leaves the snapshot as they would leave the database.
  */
 export class RowForecast {
-  constructor (private readonly snapshot: RowSnapshot, private readonly policy: PostgresPolicy) {}
+  constructor (private readonly snapshot: RowSnapshot, private readonly policy: PostgresWriterSettings) {}
 
   call (): ForecastCall {
     const effects: RowEffect[] = []

@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import type { PostgresIo } from './pool.js'
+import type { Postgres } from './pool.js'
 import { cancelRunningStatement } from './pg-internals.js'
 import { mustDiscard } from './prepared-statements.js'
 
@@ -26,7 +26,7 @@ export class DeadlineExceeded extends Error {
  * is thrown. A connection whose work failed is discarded too: its session may be in any state; so is one whose prepared
  * statements failed (database/prepared-statements.ts).
  */
-export async function withinDeadline<T> (io: Pick<PostgresIo, 'pool' | 'deadlineMs'>, work: (db: pg.PoolClient) => Promise<T>, arrivedAt = performance.now()): Promise<T> {
+export async function withinDeadline<T> (io: Pick<Postgres, 'pool' | 'deadlineMs'>, work: (db: pg.PoolClient) => Promise<T>, arrivedAt = performance.now()): Promise<T> {
   const remainingMs = arrivedAt + io.deadlineMs - performance.now()
   if (remainingMs <= 0) throw new DeadlineExceeded(io.deadlineMs)
   let db: pg.PoolClient | undefined

@@ -2,13 +2,6 @@ import pg from 'pg'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Connection } from './connection.js'
 
-export interface PostgresPolicy {
-  schema: string
-  autoCreateTables: boolean
-  /** Tables custom resources may write; undefined means any valid name. */
-  tableAllowlist: ReadonlySet<string> | undefined
-}
-
 export interface DatabaseConfig {
   /** Where the database is, from DATABASE_URL, PSQL_* or PG*; undefined when none of them is set. */
   connection: Connection | undefined
@@ -17,15 +10,13 @@ export interface DatabaseConfig {
   statementTimeoutMs: number
   /** What one hook call may spend on PostgreSQL in all, from its start to its answer. */
   hookDeadlineMs: number
-  /** Send PostgresWriter's statements as named prepared statements (see database/prepared-statements.ts). */
+  /** Send statements as named prepared statements (see database/prepared-statements.ts). */
   preparedStatements: boolean
-  policy: PostgresPolicy
 }
 
-/** PostgreSQL as the controllers that declare `needs: ['postgres']` get it. */
-export interface PostgresIo {
+/** PostgreSQL as the controllers that declare `needs: ['postgres']` get it: the process's pool, and how to use it. */
+export interface Postgres {
   pool: pg.Pool
-  policy: PostgresPolicy
   /** Where the pool points, without the password: for messages. */
   description: string
   /** Removes the password from a driver's message before it goes into a status or a log line. */
@@ -36,11 +27,15 @@ export interface PostgresIo {
   preparedStatements: boolean
 }
 
-/** The pool and policy for `connection`; the caller ends the pool. */
-export function connectPostgres (connection: Connection, config: DatabaseConfig, log: FastifyBaseLogger): PostgresIo {
+/** What a controller that declares `needs: ['postgres']` is given: PostgreSQL, under the name it declares. */
+export interface PostgresNeed {
+  postgres: Postgres
+}
+
+/** The pool for `connection`; the caller ends it. */
+export function connectPostgres (connection: Connection, config: DatabaseConfig, log: FastifyBaseLogger): Postgres {
   return {
     pool: createPool(connection, config, log),
-    policy: config.policy,
     description: connection.description,
     conceal: connection.conceal,
     deadlineMs: config.hookDeadlineMs,

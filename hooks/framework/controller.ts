@@ -1,10 +1,10 @@
 import type { CustomResource } from './custom-resource.js'
-import type { PostgresIo } from '../database/pool.js'
 import { answerBudget, answerPassing, answerTooLarge } from './answer-budget.js'
 import { UnservableSpecError } from './errors.js'
 import { compositeInvalidSpecAnswer, decoratorInvalidSpecAnswer } from './invalid-spec.js'
 import { readFields, withReadFieldsOnly, type ReadFields } from './observed-fields.js'
 import { readParent, type ParentOf } from './parent.js'
+import type { ControllerSettings } from './settings.js'
 import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorResponse, KubernetesObject } from './wire/schemas.js'
 
 /**
@@ -13,13 +13,12 @@ import type { CompositeRequest, CompositeResponse, DecoratorRequest, DecoratorRe
  */
 
 /**
- * Every kind of I/O a controller can declare in `needs`. The server connects each once per process, and hands a
- * controller only what it declared.
+ * Every kind of I/O a controller can declare in `needs`, by name. The server connects each once per process, and hands
+ * a controller only what it declared. What each one is, its provider says (PostgreSQL: hooks/database/index.ts), and
+ * a controller that declares it names its type (`Given`): the framework hands it over without looking into it.
  */
-export interface Io {
-  postgres: PostgresIo
-}
-export type Need = keyof Io
+export type Need = 'postgres'
+export type Io = Record<Need, unknown>
 
 /** What the hooks of a controller that declares no I/O get: nothing. */
 export type NoIo = Record<never, never>
@@ -68,34 +67,39 @@ export interface ChildResource {
   observedFields?: readonly string[]
 }
 
-interface ControllerBase<R extends CustomResource, N extends Need, I extends object> {
+interface ControllerBase<R extends CustomResource, Given extends Partial<Io>, I extends object, S> {
   /** The URL segment and the Metacontroller controller's name. */
   name: string
   resource: R
-  /** The I/O its hooks use: `[]` for none. */
-  needs: readonly N[]
+  /** The I/O its hooks use, the names of `Given`: `[]` for none. */
+  needs: ReadonlyArray<keyof Given & Need>
   /**
-   * Builds what its hooks get as `io` from the I/O it declared. The server calls it once per process, when it sets
-   * up the controller's routes, so that what lasts across calls (a store that remembers the tables it found fit)
-   * belongs to the server that made it, not to a module. Without it, the hooks get the declared I/O itself.
+   * Its own settings: environment variables read and documented with the server's (hooks/runtime/config-schema.ts),
+   * whose values its `connect` gets.
    */
-  connect?: (io: Pick<Io, N>) => I
+  settings?: ControllerSettings<S>
+  /**
+   * Builds what its hooks get as `io` from the I/O it declared and its settings. The server calls it once per process,
+   * when it sets up the controller's routes, so that what lasts across calls (a store that remembers the tables it
+   * found fit) belongs to the server that made it, not to a module. Without it, the hooks get the declared I/O itself.
+   */
+  connect?: (given: Given, settings: S) => I
   resyncPeriodSeconds?: number
 }
 
-export interface CompositeController<R extends CustomResource = CustomResource, N extends Need = never, I extends object = Pick<Io, N>> extends ControllerBase<R, N, I> {
+export interface CompositeController<R extends CustomResource = CustomResource, Given extends Partial<Io> = NoIo, I extends object = Given, S = undefined> extends ControllerBase<R, Given, I, S> {
   type: 'composite'
   childResources: ChildResource[]
   hooks: Hooks<CompositeRequest, CompositeResponse, HookContext<R, I>>
 }
 
-export interface DecoratorController<R extends CustomResource = CustomResource, N extends Need = never, I extends object = Pick<Io, N>> extends ControllerBase<R, N, I> {
+export interface DecoratorController<R extends CustomResource = CustomResource, Given extends Partial<Io> = NoIo, I extends object = Given, S = undefined> extends ControllerBase<R, Given, I, S> {
   type: 'decorator'
   hooks: Hooks<DecoratorRequest, DecoratorResponse, HookContext<R, I>>
 }
 
 /** Any controller, whatever its resource and needs: what the registry and the code derived from it hold. */
-export type Controller = CompositeController<any, any, any> | DecoratorController<any, any, any>
+export type Controller = CompositeController<any, any, any, any> | DecoratorController<any, any, any, any>
 
 /** The hooks defined, by name: `sync`, and `finalize` when there is one. */
 export function definedHooks<H> (hooks: { sync: H, finalize?: H }): Array<[HookName, H]> {
@@ -159,11 +163,23 @@ export function needed (controllers: readonly Controller[]): Set<Need> {
 }
 
 /**
+ * `controller` as the server runs it: its own settings read from `settings` (every variable's value, as the
+ * configuration read them), so that its `connect` takes the I/O alone. A controller without settings is itself.
+ */
+export function configure<C extends Controller> (controller: C, settings: Readonly<Record<string, unknown>>): C {
+  const { settings: own, connect, ...rest } = controller
+  if (own === undefined) return controller
+  const read: unknown = own.read(settings)
+  return { ...rest, ...(connect === undefined ? {} : { connect: (given: object) => connect(given, read) }) } as unknown as C
+}
+
+/**
  * What a controller's hooks get as `io`: its `connect` called with the part of `available` it declared, or that part
- * itself. The server calls this once per controller and process. Fails (at start-up) when something it needs is
- * missing.
+ * itself. The server calls this once per controller and process, on the controller `configure` gave. Fails (at
+ * start-up) when something it needs is missing.
  */
 export function ioFor (controller: Controller, available: Partial<Io>): object {
+  if (controller.settings !== undefined) throw new Error(`controller ${controller.name} has settings of its own: configure it with the server's configuration first`)
   const io: Partial<Io> = {}
   const needs: readonly Need[] = controller.needs
   for (const need of needs) {
@@ -171,7 +187,7 @@ export function ioFor (controller: Controller, available: Partial<Io>): object {
     if (provided === undefined) throw new Error(`controller ${controller.name} needs ${need}, but none was configured`)
     io[need] = provided
   }
-  return controller.connect === undefined ? io : controller.connect(io)
+  return controller.connect === undefined ? io : controller.connect(io, undefined)
 }
 
 /**

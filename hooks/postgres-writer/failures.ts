@@ -1,7 +1,5 @@
 import pg from 'pg'
-import { DeadlineExceeded } from '../database/deadline.js'
-import type { PostgresIo } from '../database/pool.js'
-import { preparedStatementFailed } from '../database/prepared-statements.js'
+import { DeadlineExceeded, preparedStatementFailed, type Postgres } from '../database/index.js'
 import { RETRY_REFUSED_SECONDS, RETRY_UNAVAILABLE_SECONDS, type Failed } from './sync.js'
 import { ROW_SHAPE } from './tables.js'
 
@@ -41,7 +39,7 @@ export function runAgainAfter (error: unknown, lastRun: boolean): string {
   return ` (${(error as Error).message})`
 }
 
-export function classifyFailure (error: unknown, { description, conceal }: Pick<PostgresIo, 'description' | 'conceal'>): Failed {
+export function classifyFailure (error: unknown, { description, conceal }: Pick<Postgres, 'description' | 'conceal'>): Failed {
   const code = sqlState(error)
   const message = conceal(String((error as Error).message))
   if (error instanceof DeadlineExceeded || unavailable(code)) {

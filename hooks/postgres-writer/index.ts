@@ -1,6 +1,8 @@
+import type { PostgresNeed } from '../database/index.js'
 import type { DecoratorController } from '../framework/index.js'
 import { postgresWriterResource } from './resource.js'
 import { RowStore } from './rows.js'
+import { postgresWriterSettings, type PostgresWriterSettings } from './settings.js'
 import { driftOf, finalizeResponse, planFinalize, planSync, syncResponse, type FinalizePlan, type FinalizeResult, type SyncPlan, type TableRules, type WriteResult } from './sync.js'
 
 /** What PostgresWriter's hooks write rows through: RowStore (rows.ts), built once per server by `connect`. */
@@ -16,12 +18,13 @@ export interface PostgresWriterIo {
 }
 
 /** PostgresWriter: one PostgreSQL row per custom resource, deleted when the resource is. */
-export const postgresWriter: DecoratorController<typeof postgresWriterResource, 'postgres', PostgresWriterIo> = {
+export const postgresWriter: DecoratorController<typeof postgresWriterResource, PostgresNeed, PostgresWriterIo, PostgresWriterSettings> = {
   type: 'decorator',
   name: 'postgres-writer',
   resource: postgresWriterResource,
   needs: ['postgres'],
-  connect: ({ postgres }) => ({ rows: new RowStore(postgres), tables: postgres.policy }),
+  settings: postgresWriterSettings,
+  connect: ({ postgres }, settings) => ({ rows: new RowStore(postgres, settings), tables: settings }),
   resyncPeriodSeconds: 300,
   hooks: {
     sync: async (_request, { parent, now, io: { rows, tables }, driftRepaired, arrivedAt }) => {

@@ -1,11 +1,8 @@
 import { randomUUID } from 'node:crypto'
 import type pg from 'pg'
-import { runBatch, type StatementResult, type Value } from '../database/pg-internals.js'
-import { withinDeadline } from '../database/deadline.js'
-import type { PostgresIo } from '../database/pool.js'
-import { markBroken, mustDiscard, preparedStatementFailed, remembered, statement } from '../database/prepared-statements.js'
-import type { StatementDefinition } from '../database/sql.js'
+import { markBroken, mustDiscard, preparedStatementFailed, remembered, runBatch, statement, withinDeadline, type Postgres, type StatementDefinition, type StatementResult, type Value } from '../database/index.js'
 import { classifyFailure, ignoreConcurrentCreate, refused, runAgainAfter, sqlState, tableMissing } from './failures.js'
+import type { PostgresWriterSettings } from './settings.js'
 import { isSqlIdentifier } from './sql-identifier.js'
 import { TABLE_NAME_PATTERN } from './resource.js'
 import {
@@ -103,10 +100,10 @@ export class RowStore {
   /** Statement texts, each built once: by what it does, and on which tables. */
   private readonly texts = new Map<string, string>()
 
-  constructor (private readonly io: PostgresIo) {}
+  constructor (private readonly io: Postgres, private readonly settings: PostgresWriterSettings) {}
 
   private get schema (): string {
-    return this.io.policy.schema
+    return this.settings.schema
   }
 
   private get placements (): string {
@@ -214,7 +211,7 @@ export class RowStore {
       const ready = await this.prepareHookTables(db, inspected)
       if (ready !== 'ready') return ready === 'none' ? refused('TableMissing', this.hookTablesMissing()) : ready
     }
-    if (inspected.relation === undefined && this.io.policy.autoCreateTables) {
+    if (inspected.relation === undefined && this.settings.autoCreateTables) {
       await this.create(db, [rowTableDdl(this.schema, table)])
       inspected = await this.inspect(db, table)
     }
@@ -248,7 +245,7 @@ export class RowStore {
     const { hookTables: state, hookColumnsMissing } = inspected.hookTables === 'other' ? await this.inspect(db, TOMBSTONES_TABLE) : inspected
     if (state === 'current') return 'ready'
     if (state === 'other') return refused('TableIncompatible', this.otherLayout(hookColumnsMissing))
-    if (!this.io.policy.autoCreateTables) return state === 'missing' ? 'none' : refused('TableMissing', await this.migrationNeeded(db))
+    if (!this.settings.autoCreateTables) return state === 'missing' ? 'none' : refused('TableMissing', await this.migrationNeeded(db))
     if (state === 'missing') {
       await this.create(db, hookTablesDdl(this.schema))
       return 'ready'

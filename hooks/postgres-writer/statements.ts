@@ -1,4 +1,4 @@
-import { defineStatement } from '../database/sql.js'
+import { defineStatement } from '../database/index.js'
 import { HOOK_TABLE_COLUMNS, PLACEMENTS_TABLE, TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE } from './tables.js'
 
 /**

@@ -7,7 +7,8 @@ import { LogController, type FastifyBaseLogger, type FastifyError, type FastifyI
 import type { TSchema } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Config } from './config.js'
-import { hookNames, type Controller, type Io } from '../framework/controller.js'
+import { hookNames, type Controller } from '../framework/controller.js'
+import type { PostgresNeed } from '../database/pool.js'
 import { HookError } from '../framework/errors.js'
 import type { AdmissionClock } from '../http/call-admission.js'
 import { inTurn } from '../http/connection-turns.js'
@@ -21,7 +22,7 @@ export interface AppOptions {
   config: Config
   controllers: readonly Controller[]
   /** The I/O the controllers declared (see `needed`); starting fails when one is missing. */
-  io: Partial<Io>
+  io: Partial<PostgresNeed>
   /** Set by the server on SIGTERM: readiness turns 503 while in-flight hooks finish. */
   lifecycle: { draining: boolean }
   /** What health, readiness and metrics report, when the probe port shares it; else the app makes its own. */

@@ -36,6 +36,8 @@ export interface Config {
   databaseCheckIntervalMs: number
   database: DatabaseConfig
   bearerTokens: BearerTokenSource | undefined
+  /** Every variable's value, as read, defaults applied: each controller reads its own from them (`configure`). */
+  settings: Readonly<Record<string, unknown>>
   tls: TlsConfig | undefined
 }
 
@@ -72,14 +74,10 @@ export function loadConfig (env: Environment = process.env, memory: ServerMemory
       connectTimeoutMs: settings.PG_CONNECT_TIMEOUT * 1000,
       statementTimeoutMs: settings.PG_STATEMENT_TIMEOUT * 1000,
       hookDeadlineMs: settings.PG_HOOK_DEADLINE * 1000,
-      preparedStatements: settings.PG_PREPARED_STATEMENTS,
-      policy: {
-        schema: settings.PG_SCHEMA,
-        autoCreateTables: settings.PG_AUTO_CREATE_TABLES,
-        tableAllowlist: settings.PG_TABLE_ALLOWLIST === undefined ? undefined : new Set(settings.PG_TABLE_ALLOWLIST)
-      }
+      preparedStatements: settings.PG_PREPARED_STATEMENTS
     },
     bearerTokens,
+    settings,
     tls: certFile !== undefined && keyFile !== undefined ? { certFile, keyFile, clientCaFile: settings.HOOKS_TLS_CLIENT_CA } : undefined
   }
 }

@@ -1,7 +1,6 @@
 import type { FastifyBaseLogger, FastifyPluginAsync } from 'fastify'
 import type { Config } from './config.js'
-import type { Io } from '../framework/controller.js'
-import { ping, type PostgresIo } from '../database/pool.js'
+import { ping, type Postgres, type PostgresNeed } from '../database/pool.js'
 import { createMetrics, type Metrics } from '../http/metrics.js'
 
 /**
@@ -30,7 +29,7 @@ export class DatabaseHealth {
   private lastAt = Number.NEGATIVE_INFINITY
   private checking: Promise<void> | undefined
 
-  constructor (private readonly postgres: Pick<PostgresIo, 'pool' | 'description' | 'conceal'>, private readonly intervalMs: number, private readonly log: FastifyBaseLogger) {}
+  constructor (private readonly postgres: Pick<Postgres, 'pool' | 'description' | 'conceal'>, private readonly intervalMs: number, private readonly log: FastifyBaseLogger) {}
 
   async state (): Promise<DatabaseState> {
     if (Date.now() - this.lastAt >= this.intervalMs) {
@@ -68,7 +67,7 @@ export interface Probes {
   database: DatabaseHealth | undefined
 }
 
-export function createProbes (options: { config: Config, io: Partial<Io>, lifecycle: { draining: boolean }, log: FastifyBaseLogger }): Probes {
+export function createProbes (options: { config: Config, io: Partial<PostgresNeed>, lifecycle: { draining: boolean }, log: FastifyBaseLogger }): Probes {
   const { postgres } = options.io
   const database = postgres === undefined ? undefined : new DatabaseHealth(postgres, options.config.databaseCheckIntervalMs, options.log)
   return { lifecycle: options.lifecycle, database, metrics: createMetrics(database) }

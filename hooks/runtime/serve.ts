@@ -3,10 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
 import { app, probeApp, probeServerOptions, serverOptions } from './app.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
-import { needed, type Io } from '../framework/controller.js'
-import { controllers } from '../controllers.js'
+import { configure, needed } from '../framework/controller.js'
+import { controllers as registry } from '../controllers.js'
 import type { Connection } from '../database/connection.js'
-import { connectPostgres } from '../database/pool.js'
+import { connectPostgres, type PostgresNeed } from '../database/pool.js'
 import { createProbes } from './probes.js'
 
 /** Start-up: configuration, database, listen, graceful shutdown; for the production entry point and for `npm start`. */
@@ -52,7 +52,8 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
   const lifecycle = { draining: false }
 
   // Only the I/O some controller declared: a server of composites alone needs no database at all.
-  const io: Partial<Io> = {}
+  const controllers = registry.map((controller) => configure(controller, config.settings))
+  const io: Partial<PostgresNeed> = {}
   let own: OwnDatabase | undefined
   if (needed(controllers).has('postgres')) {
     let connection = config.database.connection

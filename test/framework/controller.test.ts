@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import pg from 'pg'
-import { hookNames, needed, type CompositeController, type HookContext } from '../../hooks/framework/controller.js'
+import { configure, hookNames, ioFor, needed, type CompositeController, type HookContext } from '../../hooks/framework/controller.js'
+import type { PostgresNeed } from '../../hooks/database/pool.js'
 import { bookStore } from '../../hooks/bookstore/index.js'
 import { controllers } from '../../hooks/controllers.js'
 import { podSet } from '../../hooks/podset/index.js'
@@ -9,6 +10,7 @@ import type { podSetResource } from '../../hooks/podset/resource.js'
 import { syncPodSet } from '../../hooks/podset/sync.js'
 import { postgresWriter } from '../../hooks/postgres-writer/index.js'
 import { pulsarConsumer } from '../../hooks/pulsar-consumer/index.js'
+import { loadConfig } from '../../hooks/runtime/config.js'
 import { build } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
 
@@ -47,7 +49,7 @@ test('a composite\'s hook context holds no database, at compile time and at run 
 test('a controller\'s connect runs once per server, with the I/O it declared, and its hooks get what it built', async (t) => {
   const connected: unknown[] = []
   const seen: unknown[] = []
-  const counting: CompositeController<typeof podSetResource, 'postgres', { calls: number[] }> = {
+  const counting: CompositeController<typeof podSetResource, PostgresNeed, { calls: number[] }> = {
     ...podSet,
     needs: ['postgres'],
     connect: (io) => {
@@ -72,6 +74,18 @@ test('a controller\'s connect runs once per server, with the I/O it declared, an
   assert.equal((connected[0] as { postgres: { pool: unknown } }).postgres.pool, pool)
   assert.equal(new Set(seen).size, 1, 'every call got the same io')
   assert.deepEqual(seen[0], { calls: [1, 1, 1] })
+})
+
+test('a controller\'s own settings reach its connect once the server has configured it with its configuration; unconfigured, it is not connected', async (t) => {
+  const { pool } = await build(t, { controllers: [postgresWriter] })
+  assert.ok(pool instanceof pg.Pool)
+  const postgres = { pool, description: 'the test database', conceal: (text: string) => text, deadlineMs: 6000, preparedStatements: false }
+  assert.throws(() => ioFor(postgresWriter, { postgres }), /^Error: controller postgres-writer has settings of its own: configure it with the server's configuration first$/)
+  const configured = configure(postgresWriter, loadConfig({ PG_SCHEMA: 'school', PG_TABLE_ALLOWLIST: 'students' }).settings)
+  assert.equal(configured.settings, undefined)
+  const io = ioFor(configured, { postgres }) as { tables: unknown }
+  assert.deepEqual(io.tables, { schema: 'school', autoCreateTables: true, tableAllowlist: new Set(['students']) })
+  assert.equal(configure(podSet, loadConfig({}).settings), podSet, 'a controller without settings is itself')
 })
 
 test('controllers declare the I/O they need: PostgresWriter PostgreSQL, the composites none', () => {

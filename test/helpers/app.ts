@@ -5,10 +5,10 @@ import pg from 'pg'
 import { app, serverOptions } from '../../hooks/runtime/app.js'
 import type { AdmissionClock } from '../../hooks/http/call-admission.js'
 import { loadConfig, type Config, type Environment } from '../../hooks/runtime/config.js'
-import { needed, type Controller, type Io } from '../../hooks/framework/controller.js'
+import { configure, needed, type Controller } from '../../hooks/framework/controller.js'
 import { controllers as allControllers } from '../../hooks/controllers.js'
 import { connectionFromUrl } from '../../hooks/database/connection.js'
-import { connectPostgres } from '../../hooks/database/pool.js'
+import { connectPostgres, type PostgresNeed } from '../../hooks/database/pool.js'
 import { testDatabaseUrl } from './database-url.js'
 
 import { NOW } from '../../dev/hook-answer.js'
@@ -72,15 +72,15 @@ export async function emptyDatabase (t: TestContext, purpose: string): Promise<s
 
 /** Builds the app as the server does, on a fresh schema, closed (and its schema dropped) after the test. */
 export async function build (t: TestContext, options: BuildOptions = {}): Promise<TestApp> {
-  const schema = `test_${randomBytes(6).toString('hex')}`
-  const config = loadConfig({ LOG_LEVEL: options.logs === true ? 'info' : 'silent', PG_SCHEMA: schema, ...options.env })
+  const schema = options.env?.PG_SCHEMA ?? `test_${randomBytes(6).toString('hex')}`
+  const config = loadConfig({ LOG_LEVEL: options.logs === true ? 'info' : 'silent', ...options.env, PG_SCHEMA: schema })
   const lines: LogLine[] = []
   const fastifyOptions = serverOptions(config)
   const fastify = Fastify(options.logs === true
     ? { ...fastifyOptions, logger: { ...fastifyOptions.logger as object, stream: { write: (line: string) => { lines.push(JSON.parse(line) as LogLine) } } } }
     : fastifyOptions)
-  const controllers = options.controllers ?? allControllers
-  const io: Partial<Io> = {}
+  const controllers = (options.controllers ?? allControllers).map((controller) => configure(controller, config.settings))
+  const io: Partial<PostgresNeed> = {}
   if (needed(controllers).has('postgres') && options.databaseUrl !== false) {
     io.postgres = connectPostgres(connectionFromUrl(options.databaseUrl ?? testDatabaseUrl(), 'test database'), config.database, fastify.log)
   }
@@ -98,11 +98,11 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
   t.after(async () => {
     await fastify.close()
     if (pool !== undefined) {
-      await pool.query(`DROP SCHEMA IF EXISTS "${config.database.policy.schema}" CASCADE`).catch(() => {})
+      await pool.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => {})
       await pool.end()
     }
   })
-  return { app: fastify, config, pool, schema: config.database.policy.schema, lifecycle, logs: () => lines }
+  return { app: fastify, config, pool, schema, lifecycle, logs: () => lines }
 }
 
 /** POSTs `text` as it is (not re-encoded, as `payload: object` would be) with Content-Type: application/json. */

@@ -10,18 +10,15 @@ test('defaults', () => {
   assert.equal(config.host, '0.0.0.0')
   assert.equal(config.bodyLimit, 16 * 1024 * 1024)
   assert.equal(config.shutdownTimeoutMs, 25_000)
-  assert.deepEqual(config.database.policy, { schema: 'public', autoCreateTables: true, tableAllowlist: undefined })
   assert.equal(config.bearerTokens, undefined)
   assert.equal(config.tls, undefined)
 })
 
-test('sizes, lists and booleans are parsed', () => {
-  const config = loadConfig({ HOOKS_BODY_LIMIT: '128Mi', PG_TABLE_ALLOWLIST: ' students, graduates ,', PG_AUTO_CREATE_TABLES: 'false', PG_PREPARED_STATEMENTS: 'false' }, { bytes: 4 * 1024 ** 3, what: 'V8\'s heap limit (--max-old-space-size)' })
+test('sizes and booleans are parsed', () => {
+  const config = loadConfig({ HOOKS_BODY_LIMIT: '128Mi', PG_PREPARED_STATEMENTS: 'false' }, { bytes: 4 * 1024 ** 3, what: 'V8\'s heap limit (--max-old-space-size)' })
   assert.equal(config.bodyLimit, 128 * 1024 * 1024)
   assert.equal(config.database.preparedStatements, false)
   assert.equal(loadConfig({}).database.preparedStatements, true)
-  assert.deepEqual([...config.database.policy.tableAllowlist ?? []], ['students', 'graduates'])
-  assert.equal(config.database.policy.autoCreateTables, false)
 })
 
 test('HOOKS_BODY_LIMIT: refused at start-up, in one line saying what to set, where the server could not parse or hold a body', () => {

@@ -6,6 +6,7 @@ import Fastify from 'fastify'
 import { app, serverOptions } from '../../hooks/runtime/app.js'
 import { loadConfig, type Environment } from '../../hooks/runtime/config.js'
 import { controllers } from '../../hooks/controllers.js'
+import { configure } from '../../hooks/framework/controller.js'
 import { connectionFromUrl } from '../../hooks/database/connection.js'
 import { connectPostgres } from '../../hooks/database/pool.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
@@ -19,7 +20,7 @@ async function listen (t: import('node:test').TestContext, env: Environment): Pr
   const config = loadConfig({ LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1', ...env })
   const fastify = Fastify(serverOptions(config))
   const postgres = connectPostgres(connectionFromUrl(testDatabaseUrl(), 'test database'), config.database, fastify.log)
-  await fastify.register(app, { config, controllers, io: { postgres }, lifecycle: { draining: false } })
+  await fastify.register(app, { config, controllers: controllers.map((controller) => configure(controller, config.settings)), io: { postgres }, lifecycle: { draining: false } })
   await fastify.listen({ port: 0, host: '127.0.0.1' })
   t.after(async () => {
     await fastify.close()

@@ -3,7 +3,8 @@ import { test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { kubernetesTime } from '../../../hooks/framework/wire/conditions.js'
 import { postgresWriter } from '../../../hooks/postgres-writer/index.js'
-import type { PostgresIo } from '../../../hooks/database/pool.js'
+import type { Postgres } from '../../../hooks/database/pool.js'
+import { postgresWriterSettings } from '../../../hooks/postgres-writer/settings.js'
 import { hookRunner } from '../../../dev/plan/hook-runner.js'
 import { readOnlyPool } from '../../../dev/plan/plan-cluster.js'
 import { readRowSnapshot, RowForecast, type RowEffect } from '../../../dev/plan/postgres-writer.js'
@@ -60,7 +61,7 @@ function named (effects: RowEffect[]): string[] {
  * was, answers what the real call answers, and says what the real call then writes.
  */
 async function forecastThenCall (t: TestContext, app: TestApp, body: Json, hook: 'sync' | 'finalize', mask: (answer: Json) => Json = (answer) => answer): Promise<{ answer: Json, effects: RowEffect[] }> {
-  const policy = app.config.database.policy
+  const policy = postgresWriterSettings.read(app.config.settings)
   const pool = app.pool as pg.Pool
   const before = await everyRow(app)
   const client = await pool.connect()
@@ -68,8 +69,8 @@ async function forecastThenCall (t: TestContext, app: TestApp, body: Json, hook:
   let forecast: Json
   try {
     const rows = new RowForecast(await readRowSnapshot(client, app.schema, [body.object]), policy)
-    const io: PostgresIo = { pool, policy, description: 'test', conceal: (text) => text, deadlineMs: 5_000, preparedStatements: false }
-    const outcome = await hookRunner({ now: kubernetesTime(NOW), io: { postgres: io }, rows })(postgresWriter, hook, body)
+    const io: Postgres = { pool, description: 'test', conceal: (text) => text, deadlineMs: 5_000, preparedStatements: false }
+    const outcome = await hookRunner({ now: kubernetesTime(NOW), io: { postgres: io }, settings: app.config.settings, rows })(postgresWriter, hook, body)
     assert.equal(outcome.kind, 'answer', JSON.stringify(outcome))
     forecast = (outcome as { body: Json }).body
     effects = outcome.rows
