@@ -1,5 +1,4 @@
-import Fastify from 'fastify'
-import { app, serverOptions } from '../hooks/runtime/app.js'
+import { build } from '../hooks/runtime/build.js'
 import { loadConfig } from '../hooks/runtime/config.js'
 import type { Controller } from '../hooks/framework/controller.js'
 
@@ -12,13 +11,11 @@ export const NOW = new Date('2026-11-22T12:00:00Z')
  * `npm run new-fixture` show. Only for a controller that needs no I/O.
  */
 export async function syncAnswer (controller: Controller, request: unknown, clock: () => Date): Promise<{ statusCode: number, body: any }> {
-  const config = loadConfig({ LOG_LEVEL: 'silent' })
-  const fastify = Fastify(serverOptions(config))
+  const { app } = await build({ config: loadConfig({ LOG_LEVEL: 'silent' }), controllers: [controller], clock })
   try {
-    await fastify.register(app, { config, controllers: [controller], io: {}, lifecycle: { draining: false }, clock })
-    const response = await fastify.inject({ method: 'POST', url: `/${controller.name}/sync`, payload: JSON.stringify(request), headers: { 'content-type': 'application/json' } })
+    const response = await app.inject({ method: 'POST', url: `/${controller.name}/sync`, payload: JSON.stringify(request), headers: { 'content-type': 'application/json' } })
     return { statusCode: response.statusCode, body: response.json() }
   } finally {
-    await fastify.close()
+    await app.close()
   }
 }

@@ -1,6 +1,6 @@
 import pg from 'pg'
-import type { Controller, Io } from '../../hooks/framework/controller.js'
-import type { DatabaseConfig, Postgres } from '../../hooks/database/pool.js'
+import type { Controller } from '../../hooks/framework/controller.js'
+import type { DatabaseConfig } from '../../hooks/database/pool.js'
 import { kubernetesTime } from '../../hooks/framework/wire/conditions.js'
 import { postgresWriter } from '../../hooks/postgres-writer/index.js'
 import { postgresWriterSettings } from '../../hooks/postgres-writer/settings.js'
@@ -9,7 +9,7 @@ import { planController, skippedPlan, total, type ControllerPlan, type Controlle
 import { readControllerObject } from './controller-objects.js'
 import { hookRunner } from './hook-runner.js'
 import type { KubeApi } from './kube-api.js'
-import { readRowSnapshot, RowForecast } from './postgres-writer.js'
+import { forecastingWriter, readRowSnapshot, RowForecast } from './postgres-writer.js'
 
 /**
  * The plan of every controller of this checkout's registry against a cluster: what it reads (get and list only),
@@ -97,7 +97,6 @@ export async function planCluster (options: PlanOptions): Promise<ClusterPlan> {
     return undefined
   })))).filter((read): read is ControllerRead => read !== undefined)
 
-  const io: Partial<Io> = {}
   let rows: RowForecast | undefined
   let pool: pg.Pool | undefined
   const skipped = new Map<Controller, string>()
@@ -124,21 +123,13 @@ export async function planCluster (options: PlanOptions): Promise<ClusterPlan> {
       } finally {
         client.release()
       }
-      const postgres: Postgres = {
-        pool,
-        description: database.connection.description,
-        conceal: database.connection.conceal,
-        deadlineMs: database.hookDeadlineMs,
-        preparedStatements: false
-      }
-      io.postgres = postgres
     }
   } catch (error) {
     errors.push(`postgres-writer: ${(error as Error).message}`)
     for (const read of reads) if (read.controller === postgresWriter) skipped.set(read.controller, 'not planned: PostgreSQL could not be read')
   }
 
-  const run = hookRunner({ now, io, settings: options.config.settings, rows })
+  const run = hookRunner({ now, config: options.config, standIns: rows === undefined ? undefined : new Map([[postgresWriter.name, forecastingWriter(rows)]]) })
   const controllers: ControllerPlan[] = []
   try {
     for (const read of reads) {

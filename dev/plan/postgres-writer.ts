@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
+import type { Controller } from '../../hooks/framework/controller.js'
 import type pg from 'pg'
-import type { Rows } from '../../hooks/postgres-writer/index.js'
+import { postgresWriter, type Rows } from '../../hooks/postgres-writer/index.js'
 import { refused, tableMissing } from '../../hooks/postgres-writer/failures.js'
 import { hookTablesMissing, rowDeleted } from '../../hooks/postgres-writer/rows.js'
 import type { PostgresWriterSettings } from '../../hooks/postgres-writer/settings.js'
@@ -116,25 +117,28 @@ export async function readRowSnapshot (client: pg.ClientBase, schema: string, ob
   return snapshot
 }
 
-/** One call's stand-in for RowStore, with what its statements would do. */
-export interface ForecastCall extends Rows {
-  effects: RowEffect[]
-}
-
 /**
  * RowStore's decisions, on the snapshot instead of the database: each call follows write() and delete() statement
  * by statement, records what they would do, and leaves the snapshot as they would leave the database.
  */
-export class RowForecast {
+export class RowForecast implements Rows {
+  /** What the calls since the last `takeEffects` would have done. */
+  private effects: RowEffect[] = []
+
   constructor (private readonly snapshot: RowSnapshot, private readonly policy: PostgresWriterSettings) {}
 
-  call (): ForecastCall {
-    const effects: RowEffect[] = []
-    return {
-      effects,
-      write: async (plan) => this.write(plan, effects),
-      delete: async (plan) => this.delete(plan, effects)
-    }
+  async write (plan: Extract<SyncPlan, { kind: 'write' }>): Promise<WriteResult> {
+    return this.forecastWrite(plan, this.effects)
+  }
+
+  async delete (plan: FinalizePlan): Promise<FinalizeResult> {
+    return this.forecastDelete(plan, this.effects)
+  }
+
+  takeEffects (): RowEffect[] {
+    const taken = this.effects
+    this.effects = []
+    return taken
   }
 
   private qualified (table: string): string {
@@ -165,7 +169,7 @@ export class RowForecast {
     return state
   }
 
-  private write (plan: Extract<SyncPlan, { kind: 'write' }>, effects: RowEffect[]): WriteResult {
+  private forecastWrite (plan: Extract<SyncPlan, { kind: 'write' }>, effects: RowEffect[]): WriteResult {
     const { row, table, previousTable, uid, releaseToken } = plan
     const state = this.fitTable(table, effects)
     if (!('rows' in state)) return state
@@ -189,7 +193,7 @@ export class RowForecast {
     return { kind: 'done', wrote }
   }
 
-  private delete (plan: FinalizePlan, effects: RowEffect[]): FinalizeResult {
+  private forecastDelete (plan: FinalizePlan, effects: RowEffect[]): FinalizeResult {
     const { id, uid, deleting, policy } = plan
     if (this.hookTablesReady(effects) === 'none') return { kind: 'done', releaseToken: undefined, tables: [] }
     const owned = (placement: Placement): boolean => placement.uid === uid || placement.uid === null
@@ -244,5 +248,13 @@ function createdTable (): Relation {
     parent: null,
     columns: [column('id', 'text', 25), column('name', 'text', 25), column('age', 'integer', 23), column('country', 'text', 25)],
     unique_id: true
+  }
+}
+
+/** PostgresWriter as the plan runs it: its own hooks and settings, writing to `forecast` instead of PostgreSQL. */
+export function forecastingWriter (forecast: RowForecast): { controller: Controller, takeEffects: () => RowEffect[] } {
+  return {
+    controller: { ...postgresWriter, needs: [], connect: (_given, settings) => ({ rows: forecast, tables: settings }) },
+    takeEffects: () => forecast.takeEffects()
   }
 }

@@ -1,15 +1,13 @@
 import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import Fastify, { type FastifyBaseLogger } from 'fastify'
-import { app, probeApp, probeServerOptions, serverOptions } from './app.js'
+import { probeApp, probeServerOptions } from './app.js'
+import { build } from './build.js'
 import { ConfigError, loadConfig, type Config } from './config.js'
-import { configure, needed } from '../framework/controller.js'
-import { controllers as registry } from '../controllers.js'
+import { controllers } from '../controllers.js'
 import type { Connection } from '../database/connection.js'
-import { connectPostgres, type PostgresNeed } from '../database/pool.js'
-import { createProbes } from './probes.js'
 
-/** Start-up: configuration, database, listen, graceful shutdown; for the production entry point and for `npm start`. */
+/** Start-up: configuration, the app (build.ts), listen, graceful shutdown; for the production entry point and for `npm start`. */
 
 /** What stops start-up, in one line that says what to do. */
 export class StartupError extends Error {
@@ -48,28 +46,17 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
     fail(error instanceof ConfigError ? error.message : String(error))
   }
 
-  const fastify = Fastify(serverOptions(config))
-  const lifecycle = { draining: false }
-
-  // Only the I/O some controller declared: a server of composites alone needs no database at all.
-  const controllers = registry.map((controller) => configure(controller, config.settings))
-  const io: Partial<PostgresNeed> = {}
   let own: OwnDatabase | undefined
-  if (needed(controllers).has('postgres')) {
-    let connection = config.database.connection
-    if (connection === undefined) {
-      if (options.startDatabase === undefined) fail(`no database configured: ${SET_A_DATABASE} (this server starts no database of its own; npm start does, for development)`)
-      try {
-        own = await options.startDatabase(fastify.log)
-      } catch (error) {
-        fail(error instanceof StartupError ? error.message : String(error))
-      }
-      connection = own.connection
+  const database = config.database.connection ?? (async (log: FastifyBaseLogger) => {
+    if (options.startDatabase === undefined) fail(`no database configured: ${SET_A_DATABASE} (this server starts no database of its own; npm start does, for development)`)
+    try {
+      own = await options.startDatabase(log)
+    } catch (error) {
+      fail(error instanceof StartupError ? error.message : String(error))
     }
-    io.postgres = connectPostgres(connection, config.database, fastify.log)
-  }
-  const probes = createProbes({ config, io, lifecycle, log: fastify.log })
-  await fastify.register(app, { config, controllers, io, lifecycle, probes })
+    return own.connection
+  })
+  const { app: fastify, postgres, probes, lifecycle } = await build({ config, database })
   const probeServer = Fastify(probeServerOptions(fastify.log))
   await probeServer.register(probeApp, { config, probes, hookPort: () => (fastify.server.address() as AddressInfo).port })
 
@@ -87,7 +74,7 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
     await sleep(delayMs)
     await fastify.close()
     await probeServer.close()
-    await io.postgres?.pool.end()
+    await postgres?.pool.end()
     await own?.stop()
     clearTimeout(deadline)
     fastify.log.info('stopped')
@@ -103,14 +90,14 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
       await server.listen({ port, host: config.host })
     } catch (error) {
       fastify.log.fatal(cannotListen(error as NodeJS.ErrnoException, config.host, port, variable))
-      await io.postgres?.pool.end()
+      await postgres?.pool.end()
       await own?.stop()
       process.exit(1)
     }
   }
   // The ports as listened on: PORT=0 or HOOKS_PROBE_PORT=0 leave them to the system, and this line says which it chose.
   const portOf = (server: typeof fastify | typeof probeServer): number => (server.server.address() as AddressInfo).port
-  fastify.log.info({ controllers: controllers.map((c) => c.name), database: io.postgres?.description, port: portOf(fastify), probePort: portOf(probeServer) }, 'hook server ready')
+  fastify.log.info({ controllers: controllers.map((c) => c.name), database: postgres?.description, port: portOf(fastify), probePort: portOf(probeServer) }, 'hook server ready')
   // Checked once now, so that a database that cannot be reached (a wrong password, a wrong host) is said at start-up,
   // not at the first probe; a change is logged, an unchanged state is not.
   void probes.database?.state()

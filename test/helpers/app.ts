@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import type { TestContext } from 'node:test'
-import Fastify, { type FastifyInstance, type LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
-import { app, serverOptions } from '../../hooks/runtime/app.js'
 import type { AdmissionClock } from '../../hooks/http/call-admission.js'
+import { build as buildApp } from '../../hooks/runtime/build.js'
 import { loadConfig, type Config, type Environment } from '../../hooks/runtime/config.js'
-import { configure, needed, type Controller } from '../../hooks/framework/controller.js'
-import { controllers as allControllers } from '../../hooks/controllers.js'
+import type { Controller } from '../../hooks/framework/controller.js'
 import { connectionFromUrl } from '../../hooks/database/connection.js'
-import { connectPostgres, type PostgresNeed } from '../../hooks/database/pool.js'
 import { testDatabaseUrl } from './database-url.js'
 
 import { NOW } from '../../dev/hook-answer.js'
@@ -70,31 +68,20 @@ export async function emptyDatabase (t: TestContext, purpose: string): Promise<s
   return url.toString()
 }
 
-/** Builds the app as the server does, on a fresh schema, closed (and its schema dropped) after the test. */
+/** Builds the app as the server does (hooks/runtime/build.ts), on a fresh schema, closed (and its schema dropped) after the test. */
 export async function build (t: TestContext, options: BuildOptions = {}): Promise<TestApp> {
   const schema = options.env?.PG_SCHEMA ?? `test_${randomBytes(6).toString('hex')}`
   const config = loadConfig({ LOG_LEVEL: options.logs === true ? 'info' : 'silent', ...options.env, PG_SCHEMA: schema })
   const lines: LogLine[] = []
-  const fastifyOptions = serverOptions(config)
-  const fastify = Fastify(options.logs === true
-    ? { ...fastifyOptions, logger: { ...fastifyOptions.logger as object, stream: { write: (line: string) => { lines.push(JSON.parse(line) as LogLine) } } } }
-    : fastifyOptions)
-  const controllers = (options.controllers ?? allControllers).map((controller) => configure(controller, config.settings))
-  const io: Partial<PostgresNeed> = {}
-  if (needed(controllers).has('postgres') && options.databaseUrl !== false) {
-    io.postgres = connectPostgres(connectionFromUrl(options.databaseUrl ?? testDatabaseUrl(), 'test database'), config.database, fastify.log)
-  }
-  const pool = io.postgres?.pool
-  const lifecycle = { draining: false }
-  await fastify.register(app, {
+  const { app: fastify, postgres, lifecycle } = await buildApp({
     config,
-    controllers,
-    io,
-    lifecycle,
+    controllers: options.controllers,
+    database: options.databaseUrl === false ? undefined : connectionFromUrl(options.databaseUrl ?? testDatabaseUrl(), 'test database'),
     clock: options.clock ?? (() => NOW),
-    admissionClock: options.admissionClock
+    admissionClock: options.admissionClock,
+    logStream: options.logs === true ? { write: (line: string) => { lines.push(JSON.parse(line) as LogLine) } } : undefined
   })
-  await fastify.ready()
+  const pool = postgres?.pool
   t.after(async () => {
     await fastify.close()
     if (pool !== undefined) {

@@ -42,7 +42,7 @@ export async function planOne (controller: Controller, parent: Json, candidates:
     candidates,
     exists: (key) => existing.has(key),
     now: PLANNED_AT,
-    run: options.run ?? hookRunner({ now: PLANNED_AT, io: {} })
+    run: options.run ?? hookRunner({ now: PLANNED_AT })
   })
 }
 

@@ -2,13 +2,9 @@ import assert from 'node:assert/strict'
 import { request } from 'node:https'
 import { readFileSync } from 'node:fs'
 import { test } from 'node:test'
-import Fastify from 'fastify'
-import { app, serverOptions } from '../../hooks/runtime/app.js'
+import { build } from '../../hooks/runtime/build.js'
 import { loadConfig, type Environment } from '../../hooks/runtime/config.js'
-import { controllers } from '../../hooks/controllers.js'
-import { configure } from '../../hooks/framework/controller.js'
 import { connectionFromUrl } from '../../hooks/database/connection.js'
-import { connectPostgres } from '../../hooks/database/pool.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { generateCertificates, type CertificateSet } from '../helpers/certificates.js'
 import { fixturePath } from '../helpers/fixtures.js'
@@ -18,13 +14,11 @@ interface Client { cert?: Buffer, key?: Buffer, token?: string }
 
 async function listen (t: import('node:test').TestContext, env: Environment): Promise<number> {
   const config = loadConfig({ LOG_LEVEL: 'silent', PORT: '0', HOST: '127.0.0.1', ...env })
-  const fastify = Fastify(serverOptions(config))
-  const postgres = connectPostgres(connectionFromUrl(testDatabaseUrl(), 'test database'), config.database, fastify.log)
-  await fastify.register(app, { config, controllers: controllers.map((controller) => configure(controller, config.settings)), io: { postgres }, lifecycle: { draining: false } })
+  const { app: fastify, postgres } = await build({ config, database: connectionFromUrl(testDatabaseUrl(), 'test database') })
   await fastify.listen({ port: 0, host: '127.0.0.1' })
   t.after(async () => {
     await fastify.close()
-    await postgres.pool.end()
+    await postgres?.pool.end()
   })
   return (fastify.server.address() as { port: number }).port
 }

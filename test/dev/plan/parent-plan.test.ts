@@ -132,7 +132,7 @@ test('each request is built as Metacontroller sends it: v1 keys by name, v2 by n
     const model = modelOf(podSet)
     model.hookVersion = version
     const sent: Json[] = []
-    const real = hookRunner({ now: PLANNED_AT, io: {} })
+    const real = hookRunner({ now: PLANNED_AT })
     await planOne(podSet, request.parent, childrenOf(request), { model, run: async (controller, hook, body) => { sent.push(body); return await real(controller, hook, body) } })
     assert.deepEqual(Object.keys(sent[0]?.children), ['Pod.v1'])
     assert.deepEqual(Object.keys(sent[0]?.children['Pod.v1']), version === 'v2' ? ['default/sleepers-pod-0', 'default/sleepers-pod-1', 'default/sleepers-pod-2'] : ['sleepers-pod-0', 'sleepers-pod-1', 'sleepers-pod-2'])

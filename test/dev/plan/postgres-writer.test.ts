@@ -3,11 +3,10 @@ import { test, type TestContext } from 'node:test'
 import pg from 'pg'
 import { kubernetesTime } from '../../../hooks/framework/wire/conditions.js'
 import { postgresWriter } from '../../../hooks/postgres-writer/index.js'
-import type { Postgres } from '../../../hooks/database/pool.js'
 import { postgresWriterSettings } from '../../../hooks/postgres-writer/settings.js'
 import { hookRunner } from '../../../dev/plan/hook-runner.js'
 import { readOnlyPool } from '../../../dev/plan/plan-cluster.js'
-import { readRowSnapshot, RowForecast, type RowEffect } from '../../../dev/plan/postgres-writer.js'
+import { forecastingWriter, readRowSnapshot, RowForecast, type RowEffect } from '../../../dev/plan/postgres-writer.js'
 import { connectionFromUrl } from '../../../hooks/database/connection.js'
 import { build, NOW, type TestApp } from '../../helpers/app.js'
 import { testDatabaseUrl } from '../../helpers/database-url.js'
@@ -69,8 +68,8 @@ async function forecastThenCall (t: TestContext, app: TestApp, body: Json, hook:
   let forecast: Json
   try {
     const rows = new RowForecast(await readRowSnapshot(client, app.schema, [body.object]), policy)
-    const io: Postgres = { pool, description: 'test', conceal: (text) => text, deadlineMs: 5_000, preparedStatements: false }
-    const outcome = await hookRunner({ now: kubernetesTime(NOW), io: { postgres: io }, settings: app.config.settings, rows })(postgresWriter, hook, body)
+    const standIns = new Map([[postgresWriter.name, forecastingWriter(rows)]])
+    const outcome = await hookRunner({ now: kubernetesTime(NOW), config: app.config, standIns })(postgresWriter, hook, body)
     assert.equal(outcome.kind, 'answer', JSON.stringify(outcome))
     forecast = (outcome as { body: Json }).body
     effects = outcome.rows
