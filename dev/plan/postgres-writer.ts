@@ -1,24 +1,30 @@
-import { randomUUID } from 'node:crypto'
-import type { Controller } from '../../hooks/framework/controller.js'
 import type pg from 'pg'
+import type { Value } from '../../hooks/database/index.js'
+import type { Controller } from '../../hooks/framework/controller.js'
 import { postgresWriter, type Rows } from '../../hooks/postgres-writer/index.js'
-import { refused, tableMissing } from '../../hooks/postgres-writer/failures.js'
-import { hookTablesMissing, rowDeleted } from '../../hooks/postgres-writer/rows.js'
+import { TABLE_NAME_PATTERN } from '../../hooks/postgres-writer/resource.js'
+import { RowWrites } from '../../hooks/postgres-writer/rows.js'
+import type { Ddl, Query, Session } from '../../hooks/postgres-writer/session.js'
 import type { PostgresWriterSettings } from '../../hooks/postgres-writer/settings.js'
-import { inspectTable, qualified } from '../../hooks/postgres-writer/statements.js'
 import { isSqlIdentifier } from '../../hooks/postgres-writer/sql-identifier.js'
+import {
+  finalizeDeleting, finalizeOrphaning, inspectTable, lockRow, placeRow, placeRowAlone, readPlacements, readRow, readRows, readTombstones, updateRow,
+  type FinalizeReport, type InspectReport, type PlaceRowAloneReport, type PlaceRowReport, type ReadRowReport, type UpdateRowReport
+} from '../../hooks/postgres-writer/statements.js'
 import type { FinalizePlan, FinalizeResult, Row, SyncPlan, WriteResult } from '../../hooks/postgres-writer/sync.js'
-import { PLACEMENTS_TABLE, tableVerdict, TOMBSTONES_TABLE, type HookTables, type Relation } from '../../hooks/postgres-writer/tables.js'
+import { TableReadiness } from '../../hooks/postgres-writer/table-readiness.js'
+import { createdRelation, TOMBSTONES_TABLE, type HookTables, type Relation } from '../../hooks/postgres-writer/tables.js'
 import type { Json } from './kube-api.js'
 
 /**
- * What PostgresWriter's hooks would write, without writing: the rows, the hook's records of where it wrote them and
- * its tombstones are read once, in one read-only transaction, for every PostgresWriter planned; then each sync or
- * finalize runs against a stand-in for RowStore (hooks/postgres-writer/rows.ts) that follows its statements on that
- * copy, says what each would do to a row, and keeps the copy as it would leave the database for the next call.
+ * What PostgresWriter's hooks would write, without writing. The rows, the hook's records of where it wrote them and
+ * its tombstones are read once, in one read-only transaction, for every PostgresWriter planned. Then each sync or
+ * finalize runs PostgresWriter's own row writes and table readiness (hooks/postgres-writer/rows.ts,
+ * table-readiness.ts), on a session that answers each of their statements (statements.ts) from that snapshot instead
+ * of PostgreSQL: it says what each would do to a row, and keeps the snapshot as it would leave the database.
  */
 
-/** What a statement of RowStore would do: to a row (its columns by name), or to the schema. */
+/** What a statement of the row store would do: to a row (its columns by name), or to the schema. */
 export type RowEffect =
   | { action: 'createHookTables', schema: string }
   | { action: 'createTable', table: string }
@@ -61,6 +67,11 @@ function namedTables (object: Json): string[] {
   return [text(object.spec?.table), text(object.status?.table)].filter((table): table is string => table !== undefined && isSqlIdentifier(table))
 }
 
+/** The rows of one statement of statements.ts, sent unnamed. */
+async function select<Parameter extends string, Shape, R extends pg.QueryResultRow> (client: pg.ClientBase, definition: { text: (shape: Shape) => string, values: (values: Readonly<Record<Parameter, Value>>) => Value[] }, shape: Shape, values: Readonly<Record<Parameter, Value>>): Promise<R[]> {
+  return (await client.query<R>(definition.text(shape), definition.values(values) as unknown[])).rows
+}
+
 /**
  * Reads, in one read-only transaction of one snapshot, what the planned PostgresWriters' syncs and finalizes read:
  * the hook's own tables, and each table they name or are recorded in, with the rows of their ids. Nothing is written
@@ -73,8 +84,8 @@ export async function readRowSnapshot (client: pg.ClientBase, schema: string, ob
   await client.query('BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ')
   try {
     const inspect = async (table: string): Promise<{ hookTables: HookTables, relation: Relation | undefined }> => {
-      const [row] = (await client.query<Relation & { hookTables: HookTables, oid: string | null }>(inspectTable.text(), inspectTable.values({ schema, table }))).rows
-      return { hookTables: row?.hookTables ?? 'missing', relation: row === undefined || row.oid === null ? undefined : row }
+      const [row] = await select<'schema' | 'table', undefined, InspectReport>(client, inspectTable, undefined, { schema, table })
+      return { hookTables: row?.hookTables ?? 'missing', relation: row === undefined || row.oid === null ? undefined : row as Relation }
     }
     snapshot.hookTables = (await inspect(TOMBSTONES_TABLE)).hookTables
     if (snapshot.hookTables === 'earlier') {
@@ -84,12 +95,10 @@ export async function readRowSnapshot (client: pg.ClientBase, schema: string, ob
       throw new RowSnapshotError(`PostgresWriter's tables in schema ${schema} lack columns this version reads: another version laid them out, and this one refuses to write (docs/postgres-writer.md); plan from the checkout of the version that laid them out`)
     }
     if (snapshot.hookTables === 'current' && ids.length > 0) {
-      snapshot.placements = (await client.query<{ id: string, table_name: string, uid: string | null }>(
-        `SELECT id, table_name, uid FROM ${qualified(schema, PLACEMENTS_TABLE)} WHERE id = ANY($1::text[]) ORDER BY id, table_name`, [ids]
-      )).rows.map(({ id, table_name: table, uid }) => ({ id, table, uid }))
-      for (const { object_uid: uid, id, release_token: releaseToken } of (await client.query<{ object_uid: string, id: string, release_token: string | null }>(
-        `SELECT object_uid, id, release_token FROM ${qualified(schema, TOMBSTONES_TABLE)} WHERE object_uid = ANY($1::text[])`, [uids]
-      )).rows) snapshot.tombstones.set(uid, { id, releaseToken })
+      snapshot.placements = (await select<'ids', { schema: string }, { id: string, table_name: string, uid: string | null }>(client, readPlacements, { schema }, { ids }))
+        .map(({ id, table_name: table, uid }) => ({ id, table, uid }))
+      const tombstones = await select<'uids', { schema: string }, { object_uid: string, id: string, release_token: string | null }>(client, readTombstones, { schema }, { uids })
+      for (const { object_uid: uid, id, release_token: releaseToken } of tombstones) snapshot.tombstones.set(uid, { id, releaseToken })
     }
     const tables = [...new Set([...objects.flatMap(namedTables), ...snapshot.placements.map(({ table }) => table).filter(isSqlIdentifier)])].sort()
     for (const table of tables) {
@@ -99,9 +108,7 @@ export async function readRowSnapshot (client: pg.ClientBase, schema: string, ob
       const present = new Set(relation?.columns.map(({ name }) => name))
       if (relation?.relkind !== 'r' || !present.has('id') || ids.length === 0) continue
       const columns = COLUMNS.filter((column) => present.has(column))
-      const rows = await client.query<Record<string, unknown>>(
-        `SELECT id${columns.map((column) => `, ${column}`).join('')} FROM ONLY ${qualified(schema, table)} WHERE id = ANY($1::text[])`, [ids])
-      for (const row of rows.rows) {
+      for (const row of await select<'ids', { schema: string, table: string, columns: readonly string[] }, Record<string, unknown>>(client, readRows, { schema, table, columns }, { ids })) {
         state.rows.set(String(row.id), Object.fromEntries(columns.map((column) => [column, column === 'age' && row.age !== null ? Number(row.age) : row[column]])))
       }
     }
@@ -117,137 +124,198 @@ export async function readRowSnapshot (client: pg.ClientBase, schema: string, ob
   return snapshot
 }
 
+type Values = Readonly<Record<string, Value>>
+
 /**
- * RowStore's decisions, on the snapshot instead of the database: each call follows write() and delete() statement
- * by statement, records what they would do, and leaves the snapshot as they would leave the database.
+ * A session of the row store on the snapshot: each statement answered as PostgreSQL would answer it on the database
+ * the snapshot was read from, after the statements before it, and what it would do to a row recorded.
  */
-export class RowForecast implements Rows {
-  /** What the calls since the last `takeEffects` would have done. */
-  private effects: RowEffect[] = []
+class SnapshotSession implements Session {
+  constructor (private readonly snapshot: RowSnapshot, private readonly effects: RowEffect[]) {}
 
-  constructor (private readonly snapshot: RowSnapshot, private readonly policy: PostgresWriterSettings) {}
-
-  async write (plan: Extract<SyncPlan, { kind: 'write' }>): Promise<WriteResult> {
-    return this.forecastWrite(plan, this.effects)
+  async batch (queries: readonly Query[]): Promise<unknown[][]> {
+    return queries.map((query) => this.answer(query))
   }
 
-  async delete (plan: FinalizePlan): Promise<FinalizeResult> {
-    return this.forecastDelete(plan, this.effects)
+  async change (ddl: Ddl): Promise<void> {
+    if (ddl.action === 'migrate') throw new RowSnapshotError('the plan does not migrate the hook\'s tables of an earlier version')
+    if (ddl.action === 'createHookTables') {
+      this.effects.push({ action: 'createHookTables', schema: this.snapshot.schema })
+      this.snapshot.hookTables = 'current'
+      return
+    }
+    this.effects.push({ action: 'createTable', table: this.qualified(ddl.table) })
+    this.snapshot.tables.set(ddl.table, { relation: createdRelation(`planned ${ddl.table}`), rows: new Map() })
   }
 
-  takeEffects (): RowEffect[] {
-    const taken = this.effects
-    this.effects = []
-    return taken
+  async transaction (work: () => Promise<void>): Promise<void> {
+    await work()
+  }
+
+  private answer ({ definition, shape, values }: Query): unknown[] {
+    const table = (shape as { table?: string } | undefined)?.table ?? ''
+    switch (definition) {
+      case lockRow: return [{}]
+      case inspectTable: return [this.inspect(String(values.table))]
+      case readRow: return this.readRow(table, values)
+      case updateRow: return [this.updateRow(table, values)]
+      case placeRowAlone: return [this.placeRowAlone(table, values)]
+      case placeRow: return [this.placeRow(table, values, (shape as { others: readonly string[] }).others)]
+      case finalizeDeleting: return [this.finalize(values, (shape as { tables: readonly string[] }).tables)]
+      case finalizeOrphaning: return [this.finalize(values, undefined)]
+      default: throw new RowSnapshotError(`the plan has no forecast of the statement "${definition.name}": add one to dev/plan/postgres-writer.ts`)
+    }
   }
 
   private qualified (table: string): string {
     return `${this.snapshot.schema}.${table}`
   }
 
-  /** The hook's own tables: current, created (PG_AUTO_CREATE_TABLES), or missing. */
-  private hookTablesReady (effects: RowEffect[]): 'ready' | 'none' {
-    if (this.snapshot.hookTables === 'current') return 'ready'
-    if (!this.policy.autoCreateTables) return 'none'
-    effects.push({ action: 'createHookTables', schema: this.snapshot.schema })
-    this.snapshot.hookTables = 'current'
-    return 'ready'
+  private inspect (table: string): InspectReport {
+    const relation = this.snapshot.tables.get(table)?.relation ?? { oid: null, relkind: '', partition: false, parent: null, columns: [], unique_id: false }
+    return { hookTables: this.snapshot.hookTables, hookColumnsMissing: [], ...relation }
   }
 
-  /** RowStore.fitTable: the table, once it exists and can hold the row; otherwise why not. */
-  private fitTable (table: string, effects: RowEffect[]): TableState | WriteResult {
-    if (this.hookTablesReady(effects) === 'none') return refused('TableMissing', hookTablesMissing(this.snapshot.schema))
-    let state = this.snapshot.tables.get(table)
-    if (state?.relation === undefined) {
-      if (!this.policy.autoCreateTables) return tableMissing(`relation "${this.qualified(table)}" does not exist`)
-      effects.push({ action: 'createTable', table: this.qualified(table) })
-      state = { relation: createdTable(), rows: new Map() }
-      this.snapshot.tables.set(table, state)
-    }
-    const verdict = tableVerdict(this.snapshot.schema, table, state.relation as Relation)
-    if (verdict.kind === 'unfit') return refused(verdict.reason, verdict.message)
-    return state
+  /** The row of `values.id` in `table`, when `table` is still the one found fit (`values.oid`). */
+  private rowIn (table: string, values: Values): { state: TableState, row: Partial<Columns> | undefined, sameTable: boolean } | undefined {
+    const state = this.snapshot.tables.get(table)
+    if (state === undefined) return undefined
+    return { state, row: state.rows.get(String(values.id)), sameTable: state.relation?.oid === values.oid }
   }
 
-  private forecastWrite (plan: Extract<SyncPlan, { kind: 'write' }>, effects: RowEffect[]): WriteResult {
-    const { row, table, previousTable, uid, releaseToken } = plan
-    const state = this.fitTable(table, effects)
-    if (!('rows' in state)) return state
-    const { tombstones } = this.snapshot
-    const recordedHere = this.snapshot.placements.some((placement) => placement.id === row.id && placement.table === table && placement.uid === uid)
-    const current = state.rows.get(row.id)
-    // RowStore.inPlace: the row where the last acknowledged sync put it, recorded there as this object's.
-    if (previousTable === table && current !== undefined && recordedHere && !tombstones.has(uid)) {
-      return { kind: 'done', wrote: this.upsert(state, table, row, effects) }
-    }
-    // RowStore.place: unless the object was finalized, the row is upserted, deleted from the other tables recorded
-    // as holding it, and recorded here alone.
-    const tombstone = tombstones.get(uid)
-    if (tombstone !== undefined && !(tombstone.releaseToken !== null && tombstone.releaseToken === (releaseToken ?? null))) {
-      return rowDeleted(row.id, uid, tombstone.releaseToken)
-    }
-    const wrote = this.upsert(state, table, row, effects)
-    for (const other of this.recorded(row.id, (placement) => placement.table !== table)) this.deleteRow(other, row.id, effects)
-    this.snapshot.placements = [...this.snapshot.placements.filter((placement) => placement.id !== row.id), { id: row.id, table, uid }]
-    tombstones.delete(uid)
-    return { kind: 'done', wrote }
+  private matches (row: Partial<Columns> | undefined, values: Values): boolean {
+    return row !== undefined && COLUMNS.every((column) => row[column] === values[column])
   }
 
-  private forecastDelete (plan: FinalizePlan, effects: RowEffect[]): FinalizeResult {
-    const { id, uid, deleting, policy } = plan
-    if (this.hookTablesReady(effects) === 'none') return { kind: 'done', releaseToken: undefined, tables: [] }
+  /** Recorded as this object's in `table`, and not tombstoned. */
+  private settled (table: string, values: Values): boolean {
+    return this.snapshot.placements.some((placement) => placement.id === values.id && placement.table === table && placement.uid === values.uid) &&
+      !this.snapshot.tombstones.has(String(values.uid))
+  }
+
+  private readRow (table: string, values: Values): ReadRowReport[] {
+    const found = this.rowIn(table, values)
+    if (found?.row === undefined) return []
+    return [{ sameTable: found.sameTable, matched: this.matches(found.row, values), settled: this.settled(table, values) }]
+  }
+
+  private updateRow (table: string, values: Values): UpdateRowReport {
+    const found = this.rowIn(table, values)
+    if (found?.row === undefined || !found.sameTable || !this.settled(table, values) || this.matches(found.row, values)) return { written: 0, kept: false }
+    return { written: this.upsert(found.state, table, values), kept: true }
+  }
+
+  private placeRowAlone (table: string, values: Values): PlaceRowAloneReport {
+    const { id, uid } = values
+    const found = this.rowIn(table, values)
+    const sameTable = found?.sameTable ?? false
+    const before = found?.row === undefined ? null : this.matches(found.row, values)
+    const placed = sameTable && !this.snapshot.tombstones.has(String(uid)) && !this.snapshot.placements.some((placement) => placement.id === id && placement.table !== table)
+    if (!placed || found === undefined) return { sameTable, placed: false, written: 0, kept: false, before }
+    const written = this.upsert(found.state, table, values)
+    this.record(String(id), table, String(uid))
+    return { sameTable, placed, written, kept: written > 0, before }
+  }
+
+  private placeRow (table: string, values: Values, others: readonly string[]): PlaceRowReport {
+    const id = String(values.id)
+    const uid = String(values.uid)
+    const tombstone = this.snapshot.tombstones.get(uid)
+    const releaseToken = tombstone?.releaseToken ?? null
+    const finalized = tombstone !== undefined && !(releaseToken !== null && releaseToken === values.releaseToken)
+    const found = this.rowIn(table, values)
+    const sameTable = found?.sameTable ?? false
+    const recorded = this.recorded(id, (placement) => placement.table !== table)
+    const expected = recorded.every((other) => others.includes(other))
+    const report = { sameTable, finalized, releaseToken, expected, written: 0, kept: false, existed: found?.row !== undefined, matched: this.matches(found?.row, values), tables: recorded }
+    if (!sameTable || finalized || !expected || found === undefined) return report
+    report.written = this.upsert(found.state, table, values)
+    report.kept = report.written > 0
+    for (const other of others.filter((name) => recorded.includes(name))) this.deleteRow(other, id)
+    this.snapshot.placements = this.snapshot.placements.filter((placement) => placement.id !== id)
+    this.record(id, table, uid)
+    this.snapshot.tombstones.delete(uid)
+    return report
+  }
+
+  /** A finalize that deletes the row from those of `tables` recorded as holding it; without `tables` (Orphan), none. */
+  private finalize (values: Values, tables: readonly string[] | undefined): FinalizeReport {
+    const id = String(values.id)
+    const uid = String(values.uid)
     const owned = (placement: Placement): boolean => placement.uid === uid || placement.uid === null
-    const tables = this.recorded(id, owned)
+    const recorded = this.recorded(id, owned)
+    const expected = tables === undefined || recorded.every((table) => tables.includes(table))
+    if (!expected) return { expected, tables: recorded, releaseToken: null }
     const previous = this.snapshot.tombstones.get(uid)
-    if (policy === 'Delete' && previous === undefined) {
-      for (const table of tables) this.deleteRow(table, id, effects)
+    if (tables !== undefined && previous === undefined) {
+      for (const table of tables.filter((name) => recorded.includes(name))) this.deleteRow(table, id)
       this.snapshot.placements = this.snapshot.placements.filter((placement) => !(placement.id === id && owned(placement)))
     }
-    const releaseToken = deleting ? null : previous === undefined ? randomUUID() : previous.releaseToken
+    const releaseToken = values.deleting === 'true' ? null : previous === undefined ? String(values.releaseToken) : previous.releaseToken
     this.snapshot.tombstones.set(uid, { id, releaseToken })
-    return { kind: 'done', releaseToken: releaseToken ?? undefined, tables }
+    return { expected, tables: recorded, releaseToken }
   }
 
-  /** The ordinary tables recorded as holding the row of `id` (recordedTablesQuery), among those `which` selects. */
+  /** The ordinary tables recorded as holding the row of `id` (statements.ts, recordedTables), among those `which` selects. */
   private recorded (id: string, which: (placement: Placement) => boolean): string[] {
+    const pattern = new RegExp(TABLE_NAME_PATTERN)
     return this.snapshot.placements
-      .filter((placement) => placement.id === id && which(placement) && isSqlIdentifier(placement.table) && this.snapshot.tables.get(placement.table)?.relation?.relkind === 'r')
+      .filter((placement) => placement.id === id && which(placement) && pattern.test(placement.table) && this.snapshot.tables.get(placement.table)?.relation?.relkind === 'r')
       .map(({ table }) => table).sort()
   }
 
-  /** INSERT … ON CONFLICT (id) DO UPDATE … WHERE the row differs. */
-  private upsert (state: TableState, table: string, row: Row, effects: RowEffect[]): 'nothing' | 'updated' | 'inserted' {
-    const current = state.rows.get(row.id)
-    const wanted: Columns = { name: row.name, age: row.age, country: row.country }
-    if (current === undefined) {
-      effects.push({ action: 'insert', table: this.qualified(table), id: row.id, columns: Object.fromEntries(COLUMNS.map((column) => [column, { to: wanted[column] }])) })
-      state.rows.set(row.id, wanted)
-      return 'inserted'
-    }
-    const changed = COLUMNS.filter((column) => current[column] !== wanted[column])
-    if (changed.length === 0) return 'nothing'
-    effects.push({ action: 'update', table: this.qualified(table), id: row.id, columns: Object.fromEntries(changed.map((column) => [column, { from: current[column], to: wanted[column] }])) })
-    state.rows.set(row.id, wanted)
-    return 'updated'
+  private record (id: string, table: string, uid: string): void {
+    this.snapshot.placements = [...this.snapshot.placements.filter((placement) => !(placement.id === id && placement.table === table)), { id, table, uid }]
   }
 
-  private deleteRow (table: string, id: string, effects: RowEffect[]): void {
+  /** INSERT … ON CONFLICT (id) DO UPDATE … WHERE the row differs: the rows written. */
+  private upsert (state: TableState, table: string, values: Values): number {
+    const id = String(values.id)
+    const current = state.rows.get(id)
+    const wanted: Columns = { name: String(values.name), age: Number(values.age), country: String(values.country) }
+    if (current === undefined) {
+      this.effects.push({ action: 'insert', table: this.qualified(table), id, columns: Object.fromEntries(COLUMNS.map((column) => [column, { to: wanted[column] }])) })
+      state.rows.set(id, wanted)
+      return 1
+    }
+    const changed = COLUMNS.filter((column) => current[column] !== wanted[column])
+    if (changed.length === 0) return 0
+    this.effects.push({ action: 'update', table: this.qualified(table), id, columns: Object.fromEntries(changed.map((column) => [column, { from: current[column], to: wanted[column] }])) })
+    state.rows.set(id, wanted)
+    return 1
+  }
+
+  private deleteRow (table: string, id: string): void {
     const state = this.snapshot.tables.get(table)
-    if (state?.rows.delete(id) === true) effects.push({ action: 'delete', table: this.qualified(table), id })
+    if (state?.rows.delete(id) === true) this.effects.push({ action: 'delete', table: this.qualified(table), id })
   }
 }
 
-/** A table as PG_AUTO_CREATE_TABLES creates it (tables.ts rowTableDdl). */
-function createdTable (): Relation {
-  const column = (name: string, type: string, typeOid: number): Relation['columns'][number] =>
-    ({ name, type, typeOid, notNull: true, hasDefault: false, generated: false, identity: '' })
-  return {
-    oid: '0',
-    relkind: 'r',
-    partition: false,
-    parent: null,
-    columns: [column('id', 'text', 25), column('name', 'text', 25), column('age', 'integer', 23), column('country', 'text', 25)],
-    unique_id: true
+/**
+ * PostgresWriter's rows, forecast: each call runs the row store's own writes (hooks/postgres-writer/rows.ts) on the
+ * snapshot, and what its statements would do is kept until taken.
+ */
+export class RowForecast implements Rows {
+  private effects: RowEffect[] = []
+  private readonly writes: RowWrites
+
+  constructor (private readonly snapshot: RowSnapshot, settings: PostgresWriterSettings) {
+    this.writes = new RowWrites(settings.schema, new TableReadiness(settings))
+  }
+
+  async write (plan: Extract<SyncPlan, { kind: 'write' }>): Promise<WriteResult> {
+    return await this.writes.write(new SnapshotSession(this.snapshot, this.effects), plan)
+  }
+
+  async delete (plan: FinalizePlan): Promise<FinalizeResult> {
+    return await this.writes.delete(new SnapshotSession(this.snapshot, this.effects), plan)
+  }
+
+  /** What the calls since the last take would do. */
+  takeEffects (): RowEffect[] {
+    const taken = this.effects
+    this.effects = []
+    return taken
   }
 }
 

@@ -1,11 +1,11 @@
 import type { PostgresNeed } from '../database/index.js'
 import type { DecoratorController } from '../framework/index.js'
 import { postgresWriterResource } from './resource.js'
-import { RowStore } from './rows.js'
+import { RowStore } from './row-store.js'
 import { postgresWriterSettings, type PostgresWriterSettings } from './settings.js'
 import { driftOf, finalizeResponse, planFinalize, planSync, syncResponse, type FinalizePlan, type FinalizeResult, type SyncPlan, type TableRules, type WriteResult } from './sync.js'
 
-/** What PostgresWriter's hooks write rows through: RowStore (rows.ts), built once per server by `connect`. */
+/** What PostgresWriter's hooks write rows through: RowStore (row-store.ts), built once per server by `connect`. */
 export interface Rows {
   write: (plan: Extract<SyncPlan, { kind: 'write' }>, arrivedAt: number) => Promise<WriteResult>
   delete: (plan: FinalizePlan, arrivedAt: number) => Promise<FinalizeResult>

@@ -1,5 +1,5 @@
 import { defineStatement } from '../database/index.js'
-import { HOOK_TABLE_COLUMNS, PLACEMENTS_TABLE, TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE } from './tables.js'
+import { HOOK_TABLE_COLUMNS, PLACEMENTS_TABLE, ROW_TABLE_COLUMNS, TOMBSTONE_RETENTION_SECONDS, TOMBSTONES_TABLE, type HookTables, type Relation } from './tables.js'
 
 /**
  * Every statement PostgresWriter sends to PostgreSQL. Each is named, and so is each of its parameters (`$id`, sent as
@@ -9,6 +9,10 @@ import { HOOK_TABLE_COLUMNS, PLACEMENTS_TABLE, TOMBSTONE_RETENTION_SECONDS, TOMB
  *
  * Every statement that writes the row's table, or deletes from one, names it with ONLY, so that an inheritance
  * parent's children are never reached.
+ *
+ * What a statement answers, a row of its report, is typed beside it: the row store (rows.ts, table-readiness.ts)
+ * reads it, and so does the plan's forecast (dev/plan/postgres-writer.ts), which answers each statement from a
+ * snapshot of the rows instead. A statement changed here changes both.
  */
 
 export const quote = (identifier: string): string => `"${identifier}"`
@@ -30,6 +34,14 @@ export const lockRow = defineStatement('lock the row', ['id'], () =>
  * (tables.ts, HookTables), and the columns of theirs this version needs that are missing (`table.column`). One
  * catalog read, made the first time a table is used and again when a write finds it changed.
  */
+export interface InspectReport extends Omit<Relation, 'oid'> {
+  hookTables: HookTables
+  /** The columns of the hook's tables that this version reads and that they lack, as `table.column`. */
+  hookColumnsMissing: string[]
+  /** Null when there is no relation of that name; its other fields then too. */
+  oid: string | null
+}
+
 export const inspectTable = defineStatement('inspect a table', ['schema', 'table'], () => `SELECT CASE
     WHEN to_regclass(format('%I.%I', $schema::text, '${TOMBSTONES_TABLE}')) IS NULL THEN 'missing'
     WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a
@@ -107,14 +119,19 @@ const settled = (schema: string): string =>
 
 /**
  * The row where the last acknowledged sync put it, if it comes from the table found fit (`$oid`): whether it matches
- * the spec, and whether it is settled there (recorded as this object's, and not tombstoned).
+ * the spec, and whether it is settled there (recorded as this object's, and not tombstoned). No row when the table
+ * holds none of that id.
  */
+export interface ReadRowReport { sameTable: boolean, matched: boolean, settled: boolean }
+
 export const readRow = defineStatement('read the row in place', ['id', 'name', 'age', 'country', 'uid', 'oid', 'table'], ({ schema, table }: OnTable) =>
   `SELECT o.tableoid = $oid::oid AS "sameTable", (o.name, o.age, o.country) = ($name::text, $age::integer, $country::text) AS matched,
      ${settled(schema)} AS settled
    FROM ONLY ${qualified(schema, table)} AS o WHERE o.id = $id`)
 
 /** Updates the row in place when it differs from the spec and is settled there; reports whether it reads back as sent. */
+export interface UpdateRowReport { written: number, kept: boolean }
+
 export const updateRow = defineStatement('update the row in place', ['id', 'name', 'age', 'country', 'uid', 'oid', 'table'], ({ schema, table }: OnTable) =>
   `WITH written AS (
      UPDATE ONLY ${qualified(schema, table)} AS t SET name = $name, age = $age, country = $country
@@ -137,6 +154,25 @@ export const updateRow = defineStatement('update the row in place', ['id', 'name
  * the row deleted from each of `others`; `unrecorded` and `recorded_here`, the records moved here; `released`, the
  * tombstone lifted.
  */
+export interface PlaceRowReport {
+  /** The table's name still means the table found fit (its OID). */
+  sameTable: boolean
+  /** The object's uid is tombstoned: it was finalized, and this sync does not carry the token that released it. */
+  finalized: boolean
+  /** The tombstone's release token, if the object was released rather than deleted. */
+  releaseToken: string | null
+  /** Every other table recorded as holding the row was one the statement could delete it from; otherwise it wrote nothing. */
+  expected: boolean
+  /** Rows the statement wrote, and whether the row written reads back as sent. */
+  written: number
+  kept: boolean
+  /** Before the statement, the table held the row (`existed`), as the spec says (`matched`). */
+  existed: boolean
+  matched: boolean
+  /** The other tables recorded as holding the row. */
+  tables: string[]
+}
+
 export const placeRow = defineStatement('place the row',
   ['id', 'name', 'age', 'country', 'uid', 'oid', 'qualifiedTable', 'table', 'tables', 'schema', 'tablePattern', 'releaseToken'],
   ({ schema, table, others }: OnTable & { others: readonly string[] }) =>
@@ -169,6 +205,8 @@ export const placeRow = defineStatement('place the row',
  *
  * Its parts: `go`, one row when it writes; `written`, the upsert; `recorded_here`, the record.
  */
+export interface PlaceRowAloneReport { sameTable: boolean, placed: boolean, written: number, kept: boolean, before: boolean | null }
+
 export const placeRowAlone = defineStatement('place a row nothing else holds',
   ['id', 'name', 'age', 'country', 'uid', 'oid', 'qualifiedTable', 'table'],
   ({ schema, table }: OnTable) =>
@@ -209,6 +247,15 @@ const tombstoneParts = (schema: string): string =>
  * for this object is among `tables` (`$tables`, the same names as an array), it tombstones the uid and, if the uid
  * was not tombstoned before, deletes the row from each of them, and their records. It reports them.
  */
+export interface FinalizeReport {
+  /** Every table recorded as holding the object's row was one the statement could delete it from; otherwise it wrote nothing. */
+  expected: boolean
+  /** Those tables. */
+  tables: string[]
+  /** The tombstone's release token: set when the object was not being deleted. */
+  releaseToken: string | null
+}
+
 export const finalizeDeleting = defineStatement('finalize, deleting the row',
   ['id', 'uid', 'schema', 'tablePattern', 'deleting', 'releaseToken', 'tables'],
   ({ schema, tables }: InSchema & { tables: readonly string[] }) =>
@@ -237,9 +284,10 @@ export function createSchema (schema: string): string {
   return `CREATE SCHEMA IF NOT EXISTS ${quote(schema)}`
 }
 
-/** The DDL of a table the hook creates itself (PG_AUTO_CREATE_TABLES=true). */
+/** The DDL of a table the hook creates itself (PG_AUTO_CREATE_TABLES=true): the columns of ROW_TABLE_COLUMNS. */
 export function rowTableDdl (schema: string, table: string): string {
-  return `CREATE TABLE IF NOT EXISTS ${qualified(schema, table)} (id text PRIMARY KEY, name text NOT NULL, age integer NOT NULL, country text NOT NULL)`
+  const columns = ROW_TABLE_COLUMNS.map(({ name, type }) => `${name} ${type} ${name === 'id' ? 'PRIMARY KEY' : 'NOT NULL'}`)
+  return `CREATE TABLE IF NOT EXISTS ${qualified(schema, table)} (${columns.join(', ')})`
 }
 
 /**
@@ -290,3 +338,17 @@ export function downgradeDdl (schema: string): string[] {
     `DROP TABLE ${placements(schema)}`
   ]
 }
+
+/**
+ * The plan's reads (dev/plan/postgres-writer.ts), in one read-only transaction: the placements of the planned rows'
+ * ids (`$ids`), the tombstones of the planned objects (`$uids`), and the rows of those ids in a table, with the
+ * columns of the row it has (`columns`).
+ */
+export const readPlacements = defineStatement('read the placements of rows', ['ids'], ({ schema }: InSchema) =>
+  `SELECT id, table_name, uid FROM ${placements(schema)} WHERE id = ANY($ids::text[]) ORDER BY id, table_name`)
+
+export const readTombstones = defineStatement('read the tombstones of objects', ['uids'], ({ schema }: InSchema) =>
+  `SELECT object_uid, id, release_token FROM ${tombstones(schema)} WHERE object_uid = ANY($uids::text[])`)
+
+export const readRows = defineStatement('read rows of a table', ['ids'], ({ schema, table, columns }: OnTable & { columns: readonly string[] }) =>
+  `SELECT id${columns.map((column) => `, ${quote(column)}`).join('')} FROM ONLY ${qualified(schema, table)} WHERE id = ANY($ids::text[])`)

@@ -77,8 +77,29 @@ const RELATION_KINDS: Record<string, string> = {
 
 const TEXT = { oids: [25, 1043], names: 'text or character varying' }
 const INTEGER = { oids: [23, 20], names: 'integer or bigint (it holds 0 to 2147483647)' }
+/** The types a table's columns may have to hold the row. */
 const ROW_COLUMNS = { id: TEXT, name: TEXT, age: INTEGER, country: TEXT }
 export const ROW_SHAPE = 'it needs id text primary key, name text, age integer, country text'
+
+/** The columns of a table the hook creates (statements.ts, rowTableDdl): id its primary key, the others NOT NULL. */
+export const ROW_TABLE_COLUMNS = [
+  { name: 'id', type: 'text', typeOid: 25 },
+  { name: 'name', type: 'text', typeOid: 25 },
+  { name: 'age', type: 'integer', typeOid: 23 },
+  { name: 'country', type: 'text', typeOid: 25 }
+] as const
+
+/** A table the hook created, as inspectTable (statements.ts) would find it, under `oid`. */
+export function createdRelation (oid: string): Relation {
+  return {
+    oid,
+    relkind: 'r',
+    partition: false,
+    parent: null,
+    columns: ROW_TABLE_COLUMNS.map(({ name, type, typeOid }) => ({ name, type, typeOid, notNull: true, hasDefault: false, generated: false, identity: '' })),
+    unique_id: true
+  }
+}
 
 export type TableVerdict =
   | { kind: 'fit', oid: string }

@@ -10,7 +10,7 @@ import { forecastingWriter, readRowSnapshot, RowForecast, type RowEffect } from 
 import { connectionFromUrl } from '../../../hooks/database/connection.js'
 import { build, NOW, type TestApp } from '../../helpers/app.js'
 import { testDatabaseUrl } from '../../helpers/database-url.js'
-import { admin, callHook, request } from '../../postgres-writer/calls.js'
+import { admin, callHook, request, ROW_COLUMNS } from '../../postgres-writer/calls.js'
 
 type Json = Record<string, any>
 
@@ -151,4 +151,26 @@ test('the snapshot is read in one read-only transaction that is over when it ret
   } finally {
     client.release()
   }
+})
+
+test('the forecast runs the row store\'s own decisions: a refused table, a stale status, a row another object left behind', async (t) => {
+  const app = await build(t, { controllers: [postgresWriter], env: { PG_AUTO_CREATE_TABLES: 'false' } })
+  const actions = (effects: RowEffect[]): string[] => effects.map((effect) => effect.action)
+  const { answer } = await forecastThenCall(t, app, next('sync-create', undefined, 1), 'sync')
+  assert.match(answer.status.conditions[0].message, /hook's own tables are missing/)
+
+  await admin(app, `CREATE TABLE "postgres-writer-tombstones" (object_uid text PRIMARY KEY, id text NOT NULL, finalized_at timestamptz NOT NULL DEFAULT now(), release_token text);
+    CREATE TABLE "postgres-writer-rows" (id text NOT NULL, table_name text NOT NULL, uid text, PRIMARY KEY (id, table_name));
+    CREATE TABLE students (${ROW_COLUMNS}); CREATE TABLE graduates (${ROW_COLUMNS}); CREATE VIEW alumni AS SELECT * FROM students`)
+  const refused = await forecastThenCall(t, app, next('sync-create', undefined, 1, { table: 'alumni' }), 'sync')
+  assert.equal(refused.answer.status.conditions[0].reason, 'TableNotOrdinary')
+  assert.deepEqual(refused.effects, [])
+
+  // Written to graduates, then answered with a status that still names students: the placement finds the row where
+  // the hook recorded it, and moves it.
+  const written = await forecastThenCall(t, app, next('sync-create', undefined, 1, { table: 'graduates' }), 'sync')
+  assert.deepEqual(actions(written.effects), ['insert'])
+  const moved = await forecastThenCall(t, app, next('sync-create', { table: 'students' }, 2, { table: 'students' }), 'sync')
+  assert.deepEqual(actions(moved.effects), ['insert', 'delete'])
+  assert.equal(moved.answer.status.conditions[0].reason, 'RowWritten')
 })
