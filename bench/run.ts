@@ -129,7 +129,7 @@ async function post (url: string, body: string, headers: Record<string, string> 
 const rowWritten = (body: string): boolean => body.includes('"reason":"RowWritten"')
 
 /**
- * The statements with which RowStore (hooks/postgres-writer/rows.ts) writes a row, parameters id, name, age, country:
+ * The statements with which the row writes (hooks/postgres-writer/rows.ts) write a row, parameters id, name, age, country:
  * the upsert of a new object (inside its placement transaction), and the in-place update of an object whose status
  * says where its row is (a resync).
  */

@@ -4,7 +4,7 @@ import { DELETION_POLICIES, postgresWriterResource, type DeletionPolicy, type Po
 
 /**
  * The pure core of PostgresWriter: what to write or delete for a request, and the answer for what happened.
- * The I/O between the two lives in rows.ts.
+ * The I/O between the two lives in row-store.ts, which writes as rows.ts and table-readiness.ts decide.
  */
 
 export interface Row {
