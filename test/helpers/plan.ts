@@ -13,6 +13,9 @@ import { NOW } from './app.js'
 
 export const PLANNED_AT = kubernetesTime(NOW)
 
+/** This checkout's hooks as the plan runs them, stamped at PLANNED_AT: one runner, whose apps the plan's tests share. */
+export const planRunner: HookRunner = hookRunner({ now: PLANNED_AT })
+
 /** The CompositeController or DecoratorController of `controller` as the cluster holds it, with `spec` merged over its spec. */
 export function modelOf (controller: Controller, spec: Json = {}): ControllerObject {
   const object = controllerObject(controller) as Json
@@ -42,7 +45,7 @@ export async function planOne (controller: Controller, parent: Json, candidates:
     candidates,
     exists: (key) => existing.has(key),
     now: PLANNED_AT,
-    run: options.run ?? hookRunner({ now: PLANNED_AT })
+    run: options.run ?? planRunner
   })
 }
 

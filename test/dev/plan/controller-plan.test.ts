@@ -2,9 +2,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { podSet } from '../../../hooks/podset/index.js'
 import { planController } from '../../../dev/plan/controller-plan.js'
-import { hookRunner } from '../../../dev/plan/hook-runner.js'
 import { fixture } from '../../helpers/fixtures.js'
-import { childrenOf, modelOf, PLANNED_AT } from '../../helpers/plan.js'
+import { childrenOf, modelOf, PLANNED_AT, planRunner } from '../../helpers/plan.js'
 
 type Json = Record<string, any>
 
@@ -24,7 +23,7 @@ test('each parent is planned with the children it controls, in its namespace, fr
   const progress: number[] = []
   const plan = await planController({ controller: podSet, model, parents: [quiet.parent, scaled.parent, ignored], children: [...quiet.children, ...scaled.children] }, {
     now: PLANNED_AT,
-    run: hookRunner({ now: PLANNED_AT }),
+    run: planRunner,
     progress: (done) => { progress.push(done) }
   })
   assert.deepEqual(plan.parents.map((parent) => [parent.parent.namespace, parent.outcome]), [['one', 'unchanged'], ['two', 'changes']])
@@ -36,7 +35,7 @@ test('each parent is planned with the children it controls, in its namespace, fr
 })
 
 test('a controller not installed, or with what the plan cannot follow, is not planned, and says why', async () => {
-  const run = hookRunner({ now: PLANNED_AT })
+  const run = planRunner
   const missing = await planController({ controller: podSet, model: undefined, parents: [], children: [] }, { now: PLANNED_AT, run })
   assert.match(missing.skipped ?? '', /^CompositeController podset is not installed in this cluster/)
   const rolling = modelOf(podSet, { childResources: [{ apiVersion: 'v1', resource: 'pods', updateStrategy: { method: 'RollingRecreate' } }] })

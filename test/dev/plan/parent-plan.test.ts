@@ -6,9 +6,8 @@ import { customResource } from '../../../hooks/framework/custom-resource.js'
 import { bookStore } from '../../../hooks/bookstore/index.js'
 import { podSet } from '../../../hooks/podset/index.js'
 import { describe, MAX_SYNCS, type ObjectPlan } from '../../../dev/plan/parent-plan.js'
-import { hookRunner } from '../../../dev/plan/hook-runner.js'
 import { fixture } from '../../helpers/fixtures.js'
-import { childrenOf, modelOf, PLANNED_AT, planOne } from '../../helpers/plan.js'
+import { childrenOf, modelOf, PLANNED_AT, planOne, planRunner } from '../../helpers/plan.js'
 
 type Json = Record<string, any>
 
@@ -132,7 +131,7 @@ test('each request is built as Metacontroller sends it: v1 keys by name, v2 by n
     const model = modelOf(podSet)
     model.hookVersion = version
     const sent: Json[] = []
-    const real = hookRunner({ now: PLANNED_AT })
+    const real = planRunner
     await planOne(podSet, request.parent, childrenOf(request), { model, run: async (controller, hook, body) => { sent.push(body); return await real(controller, hook, body) } })
     assert.deepEqual(Object.keys(sent[0]?.children), ['Pod.v1'])
     assert.deepEqual(Object.keys(sent[0]?.children['Pod.v1']), version === 'v2' ? ['default/sleepers-pod-0', 'default/sleepers-pod-1', 'default/sleepers-pod-2'] : ['sleepers-pod-0', 'sleepers-pod-1', 'sleepers-pod-2'])
