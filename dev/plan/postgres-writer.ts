@@ -1,5 +1,5 @@
 import type pg from 'pg'
-import type { Value } from '../../hooks/database/index.js'
+import type { StatementDefinition, Value } from '../../hooks/database/index.js'
 import type { Controller } from '../../hooks/framework/controller.js'
 import { postgresWriter, type Rows } from '../../hooks/postgres-writer/index.js'
 import { TABLE_NAME_PATTERN } from '../../hooks/postgres-writer/resource.js'
@@ -68,7 +68,7 @@ function namedTables (object: Json): string[] {
 }
 
 /** The rows of one statement of statements.ts, sent unnamed. */
-async function select<Parameter extends string, Shape, R extends pg.QueryResultRow> (client: pg.ClientBase, definition: { text: (shape: Shape) => string, values: (values: Readonly<Record<Parameter, Value>>) => Value[] }, shape: Shape, values: Readonly<Record<Parameter, Value>>): Promise<R[]> {
+async function select<R extends pg.QueryResultRow, Parameter extends string = string, Shape = unknown> (client: pg.ClientBase, definition: StatementDefinition<Parameter, Shape>, shape: Shape, values: Readonly<Record<Parameter, Value>>): Promise<R[]> {
   return (await client.query<R>(definition.text(shape), definition.values(values) as unknown[])).rows
 }
 
@@ -84,7 +84,7 @@ export async function readRowSnapshot (client: pg.ClientBase, schema: string, ob
   await client.query('BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ')
   try {
     const inspect = async (table: string): Promise<{ hookTables: HookTables, relation: Relation | undefined }> => {
-      const [row] = await select<'schema' | 'table', undefined, InspectReport>(client, inspectTable, undefined, { schema, table })
+      const [row] = await select<InspectReport, 'schema' | 'table', undefined>(client, inspectTable, undefined, { schema, table })
       return { hookTables: row?.hookTables ?? 'missing', relation: row === undefined || row.oid === null ? undefined : row as Relation }
     }
     snapshot.hookTables = (await inspect(TOMBSTONES_TABLE)).hookTables
@@ -95,9 +95,9 @@ export async function readRowSnapshot (client: pg.ClientBase, schema: string, ob
       throw new RowSnapshotError(`PostgresWriter's tables in schema ${schema} lack columns this version reads: another version laid them out, and this one refuses to write (docs/postgres-writer.md); plan from the checkout of the version that laid them out`)
     }
     if (snapshot.hookTables === 'current' && ids.length > 0) {
-      snapshot.placements = (await select<'ids', { schema: string }, { id: string, table_name: string, uid: string | null }>(client, readPlacements, { schema }, { ids }))
+      snapshot.placements = (await select<{ id: string, table_name: string, uid: string | null }, 'ids', { schema: string }>(client, readPlacements, { schema }, { ids }))
         .map(({ id, table_name: table, uid }) => ({ id, table, uid }))
-      const tombstones = await select<'uids', { schema: string }, { object_uid: string, id: string, release_token: string | null }>(client, readTombstones, { schema }, { uids })
+      const tombstones = await select<{ object_uid: string, id: string, release_token: string | null }, 'uids', { schema: string }>(client, readTombstones, { schema }, { uids })
       for (const { object_uid: uid, id, release_token: releaseToken } of tombstones) snapshot.tombstones.set(uid, { id, releaseToken })
     }
     const tables = [...new Set([...objects.flatMap(namedTables), ...snapshot.placements.map(({ table }) => table).filter(isSqlIdentifier)])].sort()
@@ -108,7 +108,7 @@ export async function readRowSnapshot (client: pg.ClientBase, schema: string, ob
       const present = new Set(relation?.columns.map(({ name }) => name))
       if (relation?.relkind !== 'r' || !present.has('id') || ids.length === 0) continue
       const columns = COLUMNS.filter((column) => present.has(column))
-      for (const row of await select<'ids', { schema: string, table: string, columns: readonly string[] }, Record<string, unknown>>(client, readRows, { schema, table, columns }, { ids })) {
+      for (const row of await select<Record<string, unknown>, 'ids', { schema: string, table: string, columns: readonly string[] }>(client, readRows, { schema, table, columns }, { ids })) {
         state.rows.set(String(row.id), Object.fromEntries(columns.map((column) => [column, column === 'age' && row.age !== null ? Number(row.age) : row[column]])))
       }
     }
