@@ -7,6 +7,17 @@ export class HookError extends Error {
 }
 
 /**
+ * A parent of another kind than the hook's resource. Its message says which kind; the server, which knows every
+ * controller, adds the hook that serves it.
+ */
+export class WrongKindError extends HookError {
+  constructor (readonly field: 'parent' | 'object', readonly sent: { apiVersion: string, kind: string }, readonly served: { apiVersion: string, kind: string }) {
+    super(400, `${field} is ${sent.apiVersion} ${sent.kind}, but this hook serves ${served.apiVersion} ${served.kind}`)
+    this.name = 'WrongKindError'
+  }
+}
+
+/**
  * A parent whose spec the hook cannot serve. The server answers it on the resource, Ready=False with `reason` and
  * this message, where it can keep every child as it is (invalid-spec.ts); otherwise it is a 422, shown by
  * Metacontroller in a SyncError event.

@@ -1,6 +1,6 @@
 import type { Static, TObject, TProperties } from '@sinclair/typebox'
 import type { CustomResource, ObservedStatus } from './custom-resource.js'
-import { HookError } from './errors.js'
+import { HookError, WrongKindError } from './errors.js'
 import { condition, observedConditions, type ConditionInput } from './wire/conditions.js'
 import type { Condition, KubernetesObject } from './wire/schemas.js'
 
@@ -44,7 +44,7 @@ export function readParent<Spec extends TObject, StatusFields extends TPropertie
   field: 'parent' | 'object'
 ): Parent<Spec, StatusFields> {
   if (object.apiVersion !== resource.apiVersion || object.kind !== resource.kind) {
-    throw new HookError(400, `${field} is ${object.apiVersion} ${object.kind}, but this hook serves ${resource.apiVersion} ${resource.kind}: send each kind to the hooks of its own controller`)
+    throw new WrongKindError(field, object, resource)
   }
   const { metadata } = object
   return {

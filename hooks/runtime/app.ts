@@ -9,7 +9,7 @@ import { TypeCompiler } from '@sinclair/typebox/compiler'
 import type { Config } from './config.js'
 import { hookNames, type Controller } from '../framework/controller.js'
 import type { PostgresNeed } from '../database/pool.js'
-import { HookError } from '../framework/errors.js'
+import { HookError, WrongKindError } from '../framework/errors.js'
 import type { AdmissionClock } from '../http/call-admission.js'
 import { inTurn } from '../http/connection-turns.js'
 import { hookRoutes } from '../http/hook-routes.js'
@@ -162,11 +162,13 @@ function errorHandler (config: Config, controllers: readonly Controller[]) {
       request.log.error({ err: error, url: request.url }, 'unexpected error in hook')
       return await reply.code(500).send({ error: 'Internal Server Error', message: `unexpected error; the hook server's log has the details (request ${request.id})` })
     }
-    const message = error.validation !== undefined
-      ? otherControllerType(controllers, request) ?? `${error.message} (the body must be a Metacontroller v2 hook request)`
-      : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-        ? `the body must be a Metacontroller hook request sent as JSON, with the header Content-Type: application/json (this one had ${request.headers['content-type'] === undefined ? 'no Content-Type' : `Content-Type: ${request.headers['content-type'].slice(0, 100)}`})`
-        : error.message
+    const message = error instanceof WrongKindError
+      ? `${error.message}: ${hookServing(controllers, error.sent, request)}`
+      : error.validation !== undefined
+        ? otherControllerType(controllers, request) ?? `${error.message} (the body must be a Metacontroller v2 hook request)`
+        : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+          ? `the body must be a Metacontroller hook request sent as JSON, with the header Content-Type: application/json (this one had ${request.headers['content-type'] === undefined ? 'no Content-Type' : `Content-Type: ${request.headers['content-type'].slice(0, 100)}`})`
+          : error.message
     return await refuse(request, reply, statusCode, message)
   }
 }
@@ -194,6 +196,14 @@ function otherControllerType (controllers: readonly Controller[], request: Fasti
   return `this is a ${REQUEST_SHAPES[sent].type} request ${REQUEST_SHAPES[sent].fields} of ${kind}, ` +
     `but ${pathOf(request)} is a ${REQUEST_SHAPES[route.type].type} hook ${REQUEST_SHAPES[route.type].fields}: ` +
     (serving === undefined ? `no hook here serves ${kind}` : `send it to /${serving.name}/${hook}`)
+}
+
+/** Where a parent of `kind` goes: the same hook of the controller that serves the kind, if any here does. */
+function hookServing (controllers: readonly Controller[], kind: { apiVersion: string, kind: string }, request: FastifyRequest): string {
+  const serving = controllers.find((controller) => controller.resource.apiVersion === kind.apiVersion && controller.resource.kind === kind.kind)
+  if (serving === undefined) return `no hook here serves ${kind.apiVersion.slice(0, 100)} ${kind.kind.slice(0, 100)}`
+  const hook = request.routeOptions.config.hook === 'finalize' && serving.hooks.finalize !== undefined ? 'finalize' : 'sync'
+  return `send it to /${serving.name}/${hook}`
 }
 
 const pathOf = (request: FastifyRequest): string => request.url.split('?')[0]?.slice(0, 200) ?? ''

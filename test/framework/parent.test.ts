@@ -83,13 +83,13 @@ for (const controller of controllers) {
   })
 }
 
-test('a BookStore posted to /podset/sync gets 400 naming both kinds, and no children', async (t) => {
+test('a BookStore posted to /podset/sync gets 400 naming both kinds and the hook that serves it', async (t) => {
   const { app } = await build(t)
   const response = await app.inject({ method: 'POST', url: '/podset/sync', payload: fixture('bookstore', 'first-sync') })
   assert.equal(response.statusCode, 400)
   assert.deepEqual(response.json(), {
     error: 'Bad Request',
-    message: 'parent is blog.velotio.com/v1alpha1 BookStore, but this hook serves batch.tutorial.kubebuilder.io/v1 PodSet: send each kind to the hooks of its own controller'
+    message: 'parent is blog.velotio.com/v1alpha1 BookStore, but this hook serves batch.tutorial.kubebuilder.io/v1 PodSet: send it to /bookstore/sync'
   })
 })
 
