@@ -44,8 +44,11 @@ function worstString (schema: SchemaNode, length: number): string | undefined {
   return undefined
 }
 
+/** A schema that sets no bound where the worst spec needs one: the author's to declare, said in one line. */
+export class UnboundedSpecError extends Error {}
+
 function unbounded (path: string, what: string): never {
-  throw new Error(`${path} is ${what}, so the CRD admits custom resources whose answer has no bound: declare it on the controller's TypeBox schema`)
+  throw new UnboundedSpecError(`${path} is ${what}, so the CRD admits custom resources whose answer has no bound: declare it on the controller's TypeBox schema`)
 }
 
 /** The worst value of `schema` at `path`; fails, naming the field and what to declare, where the schema sets no bound. */
@@ -76,7 +79,7 @@ export function worstValue (schema: TSchema | SchemaNode, path = 'spec'): unknow
     case 'string': {
       if (node.maxLength === undefined) return unbounded(path, 'a string without maxLength')
       const value = worstString(node, node.maxLength)
-      if (value === undefined) throw new Error(`${path}: no string of ${node.maxLength} characters of one kind meets its pattern ${node.pattern ?? ''}: give the field an example (or a default) that does, to be filled up to maxLength`)
+      if (value === undefined) throw new UnboundedSpecError(`${path}: no string of ${node.maxLength} characters of one kind meets its pattern ${node.pattern ?? ''}: give the field an example (or a default) that does, to be filled up to maxLength`)
       return value
     }
     case 'integer':

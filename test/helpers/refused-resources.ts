@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'yaml'
 import { controllers } from '../../hooks/controllers.js'
-import { worstResource } from '../../dev/worst-spec.js'
+import { UnboundedSpecError, worstResource } from '../../dev/worst-spec.js'
+import type { Controller } from '../../hooks/framework/controller.js'
 
 /**
  * Custom resources that the hooks cannot act on, each as a person would apply it: the API server must refuse every
@@ -137,5 +138,18 @@ export const edgeResources: Array<{ controller: string, what: string, resource: 
   { controller: 'pulsar-consumer', what: 'a name of 253 characters (its children\'s names are shortened with a hash)', resource: sample('pulsar-consumer', (r) => { r.metadata.name = `p${'u'.repeat(252)}` }) },
   { controller: 'postgres-writer', what: 'age 2147483647 and a name of any characters but NUL', resource: sample('postgres-writer', (r) => { r.spec.age = 2147483647; r.spec.name = 'Zoë 🐘 \u00a0"\'\\' }) },
   // What test/answer-bounds.test.ts answers within the answer budget: the worst spec each CRD admits, at every bound.
-  ...controllers.map((controller) => ({ controller: controller.name, what: 'the worst spec its CRD admits, under its longest name', resource: worstResource(controller.resource) }))
+  ...controllers.flatMap(worstEdge)
 ]
+
+/**
+ * The worst spec `controller`'s CRD admits, under its longest name; none where its schema leaves a field unbounded,
+ * which test/answer-bounds.test.ts reports in one line naming the field, so that every other test still runs.
+ */
+function worstEdge (controller: Controller): Array<{ controller: string, what: string, resource: Json }> {
+  try {
+    return [{ controller: controller.name, what: 'the worst spec its CRD admits, under its longest name', resource: worstResource(controller.resource) }]
+  } catch (error) {
+    if (error instanceof UnboundedSpecError) return []
+    throw error
+  }
+}
