@@ -24,6 +24,7 @@ import { customResource } from '../framework/index.js'
 
 // Every string has a maxLength and every list a maxItems, chosen from what the field holds: from them
 // test/answer-bounds.test.ts computes the largest answer a ${kind} can ask for, which must stay within the answer budget.
+// A field with a pattern gets an example its pattern admits: docs/writing-a-controller.md shows how.
 export const ${kind}SpecSchema = Type.Object({
   message: Type.String({ minLength: 1, maxLength: 1024, default: 'hello', description: 'What the ConfigMap holds.' })
 })

@@ -79,7 +79,7 @@ export function worstValue (schema: TSchema | SchemaNode, path = 'spec'): unknow
     case 'string': {
       if (node.maxLength === undefined) return unbounded(path, 'a string without maxLength')
       const value = worstString(node, node.maxLength)
-      if (value === undefined) throw new UnboundedSpecError(`${path}: no string of ${node.maxLength} characters of one kind meets its pattern ${node.pattern ?? ''}: give the field an example (or a default) that does, to be filled up to maxLength`)
+      if (value === undefined) throw new UnboundedSpecError(`${path}: no string of ${node.maxLength} characters of one kind meets its pattern ${node.pattern ?? ''}: give the field an example (or a default) that it admits, either as long as maxLength or one that a character repeated fills up to it (docs/writing-a-controller.md shows how)`)
       return value
     }
     case 'integer':
