@@ -22,7 +22,8 @@ import { WEBHOOK_TIMEOUT_SECONDS } from '../framework/wire/webhook.js'
  *   (then its connection is closed). Time the server was busy meanwhile is added back: all of it for a body, which a
  *   server busy parsing others reads only between parses, up to as much again for an answer; but a body still
  *   arriving HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its call's arrival, or the webhook timeout if that
- *   comes first, gets 408 then, so that every call is answered within that bound.
+ *   comes first, gets 503 then (the server, not the client, took the time), so that every call is answered within
+ *   that bound.
  * - Parsing: a body is parsed once it has arrived, and HOOKS_BODY_LIMIT of bodies at most are parsed and answered at
  *   once (any body alone), the first that fits in arrival order, as parsing costs many times a body's bytes. A body's
  *   memory and its share of parsing are given back once its answer is built.
@@ -120,6 +121,7 @@ export class Call {
 }
 
 const seconds = (ms: number): string => `${ms / 1000} s`
+const roundSeconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`
 
 export class BodyAdmission<C extends Call = Call> {
   /** BODIES_HELD times HOOKS_BODY_LIMIT. */
@@ -216,9 +218,11 @@ export class BodyAdmission<C extends Call = Call> {
     for (const call of this.calls) {
       const overdue = call.transfer !== undefined && this.overdue(call.transfer, now, call.phase === 'reading' ? Number.POSITIVE_INFINITY : bodyTimeoutMs)
       // A body gets HOOKS_BODY_TIMEOUT of the server's idle time to arrive, within its call's bound.
-      if (call.phase === 'reading' && (overdue || now - call.openedAt >= arrivingBoundMs)) {
+      if (call.phase === 'reading' && overdue) {
         this.refuse(call, effects, new HookError(408, `request body did not arrive within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)}): ` +
           'send the whole body at once, or raise HOOKS_BODY_TIMEOUT on the hook server if its network is that slow'))
+      } else if (call.phase === 'reading' && now - call.openedAt >= arrivingBoundMs) {
+        this.refuse(call, effects, this.outOfTime(call, now, arrivingBoundMs))
       } else if (call.phase === 'sending' && call.charged > 0 && overdue) {
         this.close(call, effects, `its client did not take its answer within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)})`)
       } else if ((call.phase === 'waiting' || call.phase === 'queued to parse') && now - call.openedAt >= admissionTimeoutMs) {
@@ -229,6 +233,20 @@ export class BodyAdmission<C extends Call = Call> {
       }
     }
     return this.settle(effects)
+  }
+
+  /**
+   * The refusal of a body still arriving at its call's bound without being late: the time went on waiting for memory
+   * and on other calls' work, not on the client's pace.
+   */
+  private outOfTime (call: C, now: number, boundMs: number): HookError {
+    const transfer = call.transfer
+    const readingMs = transfer === undefined ? 0 : now - transfer.startedAt
+    const busyMs = transfer === undefined ? 0 : readingMs - (this.clock.idle() - transfer.startedIdle)
+    return new HookError(503, `request body still arriving ${seconds(boundMs)} after the call came, the most a call may take ` +
+      `(HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT, within Metacontroller's ${WEBHOOK_TIMEOUT_SECONDS} s): the server was too busy to read it, ` +
+      `having kept it waiting ${roundSeconds(now - call.openedAt - readingMs)} for memory, then spent ${roundSeconds(busyMs)} of the ` +
+      `${roundSeconds(readingMs)} since on other calls; retry in ${RETRY_AFTER_SECONDS} s (Metacontroller retries by itself)`)
   }
 
   private transfer (size: number | undefined): Transfer {

@@ -196,7 +196,7 @@ test('bodies that have arrived, and bodies being parsed, never give way: a waiti
   assert.equal(waiting.phase, 'reading')
 })
 
-test('HOOKS_BODY_TIMEOUT: a body still arriving then gets 408; time the server was busy is added back, within its call\'s bound', () => {
+test('HOOKS_BODY_TIMEOUT: a body still arriving then gets 408; time the server was busy is added back, within its call\'s bound (then 503)', () => {
   const { clock, decisions, errors, open, receive } = harness()
   const slow = open('slow')
   const busy = open('busy')
@@ -223,11 +223,14 @@ test('HOOKS_BODY_TIMEOUT: a body still arriving then gets 408; time the server w
   clock.advance(300, true)
   assert.deepEqual(decisions(), [], 'nor the next 4.3 s busy: a server busy parsing reads a body only between parses')
   clock.advance(TICK_MS, true)
-  assert.deepEqual(decisions(), ['blocked refuse 408'], 'but HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its arrival, it gets 408')
+  assert.deepEqual(decisions(), ['blocked refuse 503'], 'but HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its arrival, it gets 503')
+  assert.equal(errors.get('blocked'), 'request body still arriving 9 s after the call came, the most a call may take (HOOKS_ADMISSION_TIMEOUT ' +
+    "plus HOOKS_BODY_TIMEOUT, within Metacontroller's 10 s): the server was too busy to read it, having kept it waiting 0.0 s for memory, " +
+    'then spent 6.4 s of the 9.0 s since on other calls; retry in 1 s (Metacontroller retries by itself)')
 })
 
 for (const { admissionTimeoutMs, boundMs } of [{ admissionTimeoutMs: 6000, boundMs: 9000 }, { admissionTimeoutMs: 8000, boundMs: 10_000 }]) {
-  test(`a body that waited for memory still arriving HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its arrival, or at the webhook timeout if sooner, gets 408, busy time or not (${admissionTimeoutMs / 1000} + 3 s)`, () => {
+  test(`a body that waited for memory still arriving HOOKS_ADMISSION_TIMEOUT plus HOOKS_BODY_TIMEOUT after its arrival, or at the webhook timeout if sooner, gets 503 saying the server took the time (${admissionTimeoutMs / 1000} + 3 s)`, () => {
     const { clock, decisions, open, parsed, end } = harness({ ...BOUNDS, admissionTimeoutMs })
     const held = parsed('held', CAPACITY)
     decisions()
@@ -238,7 +241,7 @@ for (const { admissionTimeoutMs, boundMs } of [{ admissionTimeoutMs: 6000, bound
     clock.advance(boundMs - admissionTimeoutMs + 1000 - TICK_MS, true)
     assert.deepEqual(decisions(), [], 'within its call\'s bound, all of it busy')
     clock.advance(TICK_MS)
-    assert.deepEqual(decisions(), ['late refuse 408'], `${boundMs / 1000} s after its arrival`)
+    assert.deepEqual(decisions(), ['late refuse 503'], `${boundMs / 1000} s after its arrival`)
     assert.equal(late.phase, 'refused')
   })
 }
