@@ -73,10 +73,12 @@ export async function build (t: TestContext, options: BuildOptions = {}): Promis
   const schema = options.env?.PG_SCHEMA ?? `test_${randomBytes(6).toString('hex')}`
   const config = loadConfig({ LOG_LEVEL: options.logs === true ? 'info' : 'silent', ...options.env, PG_SCHEMA: schema })
   const lines: LogLine[] = []
+  const { databaseUrl } = options
   const { app: fastify, postgres, lifecycle } = await buildApp({
     config,
     controllers: options.controllers,
-    database: options.databaseUrl === false ? undefined : connectionFromUrl(options.databaseUrl ?? testDatabaseUrl(), 'test database'),
+    // Asked for only where a controller needs it: `npm run check` runs composites' tests without a database.
+    database: databaseUrl === false ? undefined : async () => connectionFromUrl(databaseUrl ?? testDatabaseUrl(), 'test database'),
     clock: options.clock ?? (() => NOW),
     admissionClock: options.admissionClock,
     logStream: options.logs === true ? { write: (line: string) => { lines.push(JSON.parse(line) as LogLine) } } : undefined
