@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { loadConfig } from '../hooks/runtime/config.js'
+import { commandArguments, packageProgram } from '../dev/command.js'
 import { startPostgres } from '../dev/postgres-process.js'
 import { startServer as startServerProcess } from '../dev/server-process.js'
 import { deployment } from '../dev/deployment.js'
@@ -19,7 +20,7 @@ import { benchmarkCharts, benchmarkPage, createCostLines, FIXED_COST_CASE, REPLA
 import { compositeCases, fixedCostRequest, postgresWriterCreate, postgresWriterResync, requestBody, type CompositeCase } from './requests.js'
 
 /**
- * `npm run bench` (after `npm run build`): this server from dist/ in its own process, started as the Deployment
+ * `npm run bench`: this server built into dist/ (`npm run build`), in its own process, started as the Deployment
  * starts it (the Node.js flags of its command), next to peers that compute the same answers in processes of their own (bench/peers/),
  * against a real PostgreSQL; autocannon at concurrency 1, 5 and 16; the sides of a case alternate in one run.
  * BENCH_DURATION (seconds per side and concurrency, default 5), BENCH_CASES (a regular expression on case names),
@@ -34,6 +35,15 @@ const FIXED_COST_CONNECTIONS = 5
 // PostgreSQL's PGSTAT_IDLE_INTERVAL (10 s), plus a margin: see rowWrites().
 const STATS_FLUSH_MS = 11_000
 const root = join(import.meta.dirname, '..')
+
+commandArguments({
+  usage: `usage: npm run bench
+  Builds dist/, then measures this server beside its peers against a real PostgreSQL, and writes docs/benchmarks.md
+  and its charts. BENCH_DURATION: seconds per side and concurrency (default 5); BENCH_CASES: a regular expression on
+  the case names; BENCH_CPU_PROF: a folder for this server's CPU profile.`,
+  options: {}
+})
+execFileSync(process.execPath, [packageProgram('typescript', 'bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' })
 
 const seconds = Number(process.env.BENCH_DURATION ?? 5)
 if (!(seconds > 0)) throw new Error(`BENCH_DURATION=${process.env.BENCH_DURATION}: expected a number of seconds above 0`)

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import type { Controller } from '../hooks/framework/controller.js'
-import { CommandError, packageProgram as program, type CommandIo } from './command.js'
+import { CommandError, packageProgram as program, parseCommand, type CommandIo } from './command.js'
 
 /**
  * npm run check -- [<controller>...]
@@ -40,11 +40,16 @@ async function step (name: string, root: string, args: string[], env: Record<str
  * `npm run check` in `root` over the registered `controllers`: one line per step on `io.stdout`, the failed tests of
  * a step that failed, and a CommandError saying what to run next when one did.
  */
-export async function check (args: string[], controllers: readonly Controller[], root: string, io: CommandIo): Promise<void> {
+export async function check (argv: string[], controllers: readonly Controller[], root: string, io: CommandIo): Promise<void> {
+  const { positionals: args } = parseCommand(argv, {
+    usage: `usage: npm run check -- [<controller>...]
+  The type check, the lint of each controller's folder, and the tests that hold each controller to the contract, for
+  the controllers named or for every one: ${controllers.map((c) => c.name).join(', ')}.`,
+    options: {},
+    positionals: [0, controllers.length]
+  })
   const unknown = args.filter((name) => !controllers.some((controller) => controller.name === name))
-  if (unknown.length > 0) {
-    throw new CommandError(`${unknown.some((name) => name.startsWith('-')) ? 'usage: npm run check -- [<controller>...]' : `no controller is named ${unknown.join(' or ')}`}: the registered ones are ${controllers.map((c) => c.name).join(', ')}`)
-  }
+  if (unknown.length > 0) throw new CommandError(`no controller is named ${unknown.join(' or ')}: the registered ones are ${controllers.map((c) => c.name).join(', ')}`)
   const checked = controllers.filter((controller) => args.length === 0 || args.includes(controller.name))
   const tsx = import.meta.resolve('tsx')
   const pattern = `--test-name-pattern=^(${checked.map((controller) => controller.name).join('|')}): `

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Controller } from '../hooks/framework/controller.js'
 import { englishPlural } from '../hooks/framework/custom-resource.js'
-import { CommandError, type CommandIo } from './command.js'
+import { CommandError, parseCommand, type CommandIo } from './command.js'
 import { generate } from './generate.js'
 import { newFixture } from './new-fixture.js'
 
@@ -100,8 +100,13 @@ export const ${camel}: CompositeController<typeof ${camel}Resource> = {
  * `io.stdout`. The generated files and the fixtures come from the project's own tools, given the new controller.
  */
 export async function newController (args: string[], controllers: readonly Controller[], root: string, io: CommandIo): Promise<void> {
-  const [name, ...rest] = args
-  if (name === undefined || rest.length > 0) throw new CommandError('usage: npm run new-controller -- <name>   (a DNS label such as config-copy)')
+  const { positionals: [name = ''] } = parseCommand(args, {
+    usage: `usage: npm run new-controller -- <name>   (lowercase letters, digits and '-', such as config-copy)
+  Scaffolds an operator of your own under hooks/<name>/: its resource, hook, example, fixtures, generated manifests
+  and docs page, registered in hooks/controllers.ts (docs/writing-a-controller.md).`,
+    options: {},
+    positionals: [1, 1]
+  })
   if (!/^[a-z]([-a-z0-9]{0,38}[a-z0-9])?$/.test(name)) {
     throw new CommandError(`${JSON.stringify(name)} cannot name a controller: use at most 40 lowercase letters, digits and '-', starting with a letter (it becomes a URL segment and a Kubernetes name)`)
   }

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { isDeepStrictEqual, parseArgs } from 'node:util'
+import { isDeepStrictEqual } from 'node:util'
 import type { Controller } from '../hooks/framework/controller.js'
 import { kubernetesTime } from '../hooks/framework/wire/conditions.js'
 import type { CompositeRequest, KubernetesObject, ObjectMap } from '../hooks/framework/wire/schemas.js'
@@ -9,7 +9,7 @@ import { goJson } from '../hooks/framework/wire/apply.js'
 import { customResource } from './api-server/custom-resource.js'
 import { addSeconds, hashNumber, uidFor } from './api-server/encoding.js'
 import { afterSync, syncRequest } from './api-server/metacontroller.js'
-import { CommandError, type CommandIo } from './command.js'
+import { CommandError, parseCommand, type CommandIo } from './command.js'
 import { NOW, syncAnswer } from './hook-answer.js'
 import { observedChildren, readObjects } from './observed-children.js'
 
@@ -22,7 +22,10 @@ import { observedChildren, readObjects } from './observed-children.js'
  * then carries the status written and, given --resource, the new spec as its next generation.
  */
 
-const USAGE = 'usage: npm run new-fixture -- <controller> <case> [--resource <custom-resource.yaml>] [--after <case> | --observed <children.yaml>]'
+const USAGE = `usage: npm run new-fixture -- <controller> <case> [--resource <custom-resource.yaml>] [--after <case> | --observed <children.yaml>]
+  Writes test/fixtures/<controller>/<case>.json, a sync request as Metacontroller sends it, and its expected answer.
+  --resource: the parent (default the controller's example); --observed: its children (a file, or - for kubectl get
+  -o yaml output on standard input); --after: the children once Metacontroller has applied the answer to that case.`
 /** When `kubectl apply` created the parents, and when Metacontroller applied an answer: an hour before, and a second after, the tests' clock. */
 const CREATED = addSeconds(kubernetesTime(NOW), -3600)
 const APPLIED = addSeconds(CREATED, 3601)
@@ -30,14 +33,6 @@ const APPLIED = addSeconds(CREATED, 3601)
 type Composite = Extract<Controller, { type: 'composite' }>
 
 const OPTIONS = { resource: { type: 'string' }, after: { type: 'string' }, observed: { type: 'string' } } as const
-
-function parsed (args: string[]): ReturnType<typeof parseArgs<{ options: typeof OPTIONS, allowPositionals: true }>> {
-  try {
-    return parseArgs({ args, options: OPTIONS, allowPositionals: true })
-  } catch (error) {
-    throw new CommandError(`${(error as Error).message}\n${USAGE}`)
-  }
-}
 
 /** The spec as `kubectl apply` wrote it: in its annotation, for a parent built by this tool or read from a cluster. */
 function appliedSpec (object: KubernetesObject): unknown {
@@ -63,10 +58,9 @@ function storedSpec (controller: Composite, spec: unknown): unknown {
  * answer, and one line on `io.stdout` that says so.
  */
 export async function newFixture (args: string[], controllers: readonly Controller[], root: string, io: CommandIo): Promise<void> {
-  const { positionals, values } = parsed(args)
-  const [name, caseName, ...extra] = positionals
+  const { positionals: [name = '', caseName = ''], values } = parseCommand(args, { usage: USAGE, options: OPTIONS, positionals: [2, 2] })
   const { resource: resourcePath, after, observed: observedPath } = values
-  if (name === undefined || caseName === undefined || extra.length > 0 || (after !== undefined && observedPath !== undefined)) throw new CommandError(USAGE)
+  if (after !== undefined && observedPath !== undefined) throw new CommandError(`give --after or --observed, not both: ${USAGE.split('\n')[0] ?? ''}`, 2)
   const found = controllers.find((c) => c.name === name)
   if (found === undefined) throw new CommandError(`no controller is named ${name}: the registered ones are ${controllers.map((c) => c.name).join(', ')}`)
   if (found.type !== 'composite' || found.needs.length > 0) {

@@ -1,7 +1,6 @@
-import { parseArgs } from 'node:util'
 import { stringify } from 'yaml'
 import type { Controller } from '../hooks/framework/controller.js'
-import { CommandError, type CommandIo } from './command.js'
+import { CommandError, parseCommand, type CommandIo } from './command.js'
 import { syncAnswer } from './hook-answer.js'
 import { planSync, type ChildChange, type FieldChange, type Plan } from './metacontroller-apply.js'
 import { metacontrollerManifest } from './manifests.js'
@@ -13,18 +12,17 @@ import { observedChildren, readObjects } from './observed-children.js'
  * --diff, what Metacontroller would do with that answer instead. (`-s` keeps npm's banner out of the output.)
  */
 
-const RENDER_USAGE = 'usage: npm run -s render -- <custom-resource.yaml> [--observed <children.yaml>] [--diff]'
+const RENDER = {
+  usage: `usage: npm run -s render -- <custom-resource.yaml> [--observed <children.yaml>] [--diff]
+  Prints, as YAML, what a composite's sync hook answers for a custom resource (- reads standard input), with no
+  cluster and no database. --observed: the children the cluster holds (kubectl get -o yaml output). --diff: what
+  Metacontroller would do with that answer instead.`,
+  options: { observed: { type: 'string' }, diff: { type: 'boolean' } }
+} as const
 
 function parsed (args: string[]): { resourcePath: string, observedPath: string | undefined, diff: boolean } {
-  try {
-    const { values, positionals } = parseArgs({ args, options: { observed: { type: 'string' }, diff: { type: 'boolean' } }, allowPositionals: true })
-    const [resourcePath, ...more] = positionals
-    if (resourcePath === undefined || more.length > 0) throw new CommandError(RENDER_USAGE)
-    return { resourcePath, observedPath: values.observed, diff: values.diff === true }
-  } catch (error) {
-    if (error instanceof CommandError) throw error
-    throw new CommandError(`${(error as Error).message}\n${RENDER_USAGE}`)
-  }
+  const { values, positionals: [resourcePath = ''] } = parseCommand(args, { ...RENDER, positionals: [1, 1] })
+  return { resourcePath, observedPath: values.observed, diff: values.diff === true }
 }
 
 /** `npm run render` over the registered `controllers`: the answer, or with --diff the plan, as YAML on `io.stdout`. */

@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util'
 import { controllers } from '../hooks/controllers.js'
+import { commandArguments } from '../dev/command.js'
 import { ConfigError, loadConfig } from '../hooks/runtime/config.js'
 import { apiServer, KubeconfigError } from '../dev/plan/kubeconfig.js'
 import { KubeApi } from '../dev/plan/kube-api.js'
@@ -14,7 +14,8 @@ import { EXIT_MEANINGS, jsonReport, textReport } from '../dev/plan/report.js'
  * would change, 1 something would, 2 the plan could not be made, 3 the new code refuses or fails on some parents.
  */
 
-const usage = `usage: npm run -s plan -- [--kubeconfig <file>] [--context <name>] [--controller <name>]... [-n <namespace>] [-l <label selector>] [-o text|json]
+const usage = `usage: npm run -s plan -- [--kubeconfig <file>] [--context <name>] [--controller <name>]... [-n <namespace>] [-l <label selector>] [-o text|json] [--version]
+  What this checkout's hooks would make Metacontroller do to each parent in a live cluster (docs/plan.md); reads only.
   PostgreSQL for PostgresWriter: the hook server's settings (DATABASE_URL, or PSQL_* or PG*; PG_SCHEMA, PG_TABLE_ALLOWLIST, PG_AUTO_CREATE_TABLES)
 exit codes: ${Object.entries(EXIT_MEANINGS).map(([code, meaning]) => `${code} ${meaning}`).join('; ')}`
 
@@ -23,26 +24,18 @@ function fail (message: string): never {
   process.exit(2)
 }
 
-let options
-try {
-  options = parseArgs({
-    options: {
-      kubeconfig: { type: 'string' },
-      context: { type: 'string' },
-      controller: { type: 'string', multiple: true },
-      namespace: { type: 'string', short: 'n' },
-      selector: { type: 'string', short: 'l' },
-      output: { type: 'string', short: 'o', default: 'text' },
-      help: { type: 'boolean', short: 'h' }
-    }
-  }).values
-} catch (error) {
-  fail(`${(error as Error).message}\n${usage}`)
-}
-if (options.help === true) {
-  process.stdout.write(`${usage}\n`)
-  process.exit(0)
-}
+const { values: options } = commandArguments({
+  usage,
+  options: {
+    kubeconfig: { type: 'string' },
+    context: { type: 'string' },
+    controller: { type: 'string', multiple: true },
+    namespace: { type: 'string', short: 'n' },
+    selector: { type: 'string', short: 'l' },
+    output: { type: 'string', short: 'o', default: 'text' }
+  },
+  version: true
+})
 if (options.output !== 'text' && options.output !== 'json') fail(`--output ${options.output}: give text or json\n${usage}`)
 
 const names = (options.controller ?? []).flatMap((name) => name.split(',')).filter((name) => name !== '')

@@ -4,6 +4,7 @@ import type { CompositeRequest, KubernetesObject } from '../hooks/framework/wire
 import { appliedChild } from '../dev/api-server/apply.js'
 import { sortedKeys } from '../dev/api-server/encoding.js'
 import { LAST_APPLIED } from '../dev/api-server/metacontroller.js'
+import { commandArguments } from '../dev/command.js'
 
 /**
  * `npm run fixtures`: rewrites every observed child in test/fixtures/<controller>/*.json with the API-server
@@ -12,6 +13,13 @@ import { LAST_APPLIED } from '../dev/api-server/metacontroller.js'
  * counts, phase and deletion. Run it after changing the simulation, review the diff, and check that `npm test`
  * passes without UPDATE_GOLDEN: a hook must not answer differently to what it does not read.
  */
+
+commandArguments({
+  usage: `usage: npm run fixtures
+  Rewrites every observed child in test/fixtures/<controller>/*.json with the API-server simulation (dev/api-server),
+  from what the child itself records. Review the diff, then check that npm test passes without UPDATE_GOLDEN.`,
+  options: {}
+})
 
 type Json = Record<string, any>
 

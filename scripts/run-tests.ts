@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
 import { availableParallelism } from 'node:os'
 import { join, relative, resolve } from 'node:path'
+import { commandArguments, NODE_TEST_OPTIONS, NODE_TEST_USAGE, nodeTestFlags } from '../dev/command.js'
 import { compileTree } from '../dev/compiled-tree.js'
 import { startPostgres } from '../dev/postgres-process.js'
 
@@ -9,7 +10,7 @@ import { startPostgres } from '../dev/postgres-process.js'
  * Runs node:test over the given test files or folders (default: every test/**\/*.test.ts outside test/e2e,
  * test/faults, test/image, test/rules and test/scaffold, which have commands of their own) against a real PostgreSQL: DATABASE_URL
  * when set, otherwise an embedded one started here and removed afterwards. When it cannot start, one line says why
- * and the exit code is 1. Arguments that start with `--` are node:test's own (`--test-name-pattern=…`). The tests run
+ * and the exit code is 1. Its flags are node:test's own (`--test-name-pattern=…`). The tests run
  * compiled to JavaScript (dev/compiled-tree.ts), with source maps.
  */
 
@@ -21,11 +22,19 @@ function testFiles (dir: string, skip: string[]): string[] {
   }).sort()
 }
 
-const flags = process.argv.slice(2).filter((arg) => arg.startsWith('--'))
-const args = process.argv.slice(2).filter((arg) => !arg.startsWith('--'))
+const SKIPPED = ['e2e', 'faults', 'image', 'rules', 'scaffold']
+const { values, positionals: args } = commandArguments({
+  usage: `usage: ${process.env.npm_lifecycle_event === undefined ? 'tsx scripts/run-tests.ts' : `npm run ${process.env.npm_lifecycle_event}`} -- [<test file or folder>...] [--test-name-pattern=<pattern>]...
+  Runs the tests given (default: test/**/*.test.ts outside ${SKIPPED.map((suite) => `test/${suite}`).join(', ')}) against
+  DATABASE_URL, or a PostgreSQL started here and removed afterwards.
+${NODE_TEST_USAGE}`,
+  options: NODE_TEST_OPTIONS,
+  positionals: [0, Infinity]
+})
+const flags = nodeTestFlags(values)
 const files = args.length > 0
   ? args.flatMap((path) => statSync(path).isDirectory() ? testFiles(path, []) : [path])
-  : testFiles('test', ['e2e', 'faults', 'image', 'rules', 'scaffold'].map((suite) => join('test', suite)))
+  : testFiles('test', SKIPPED.map((suite) => join('test', suite)))
 
 const repository = join(import.meta.dirname, '..')
 const inRepository = files.map((file) => relative(repository, resolve(file)))
@@ -51,7 +60,7 @@ if (databaseUrl === undefined || databaseUrl === '') {
 
 // One test file more at once than there are CPUs, where node:test runs one fewer: part of a test's time is spent
 // waiting for the servers and databases it starts (npm test took 211 s with three at once on 2 CPUs, 230 with two).
-const concurrency = flags.some((flag) => flag.startsWith('--test-concurrency')) ? [] : [`--test-concurrency=${availableParallelism() + 1}`]
+const concurrency = values['test-concurrency'] !== undefined ? [] : [`--test-concurrency=${availableParallelism() + 1}`]
 const child = spawn(process.execPath, ['--enable-source-maps', '--test', '--test-reporter=spec', ...concurrency, ...flags, ...inRepository.map(tree.compiled)], {
   stdio: 'inherit',
   env: { ...process.env, DATABASE_URL: databaseUrl }

@@ -2,6 +2,7 @@ import { spawn, execFileSync } from 'node:child_process'
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
+import { commandArguments } from '../dev/command.js'
 import { startPostgres } from '../dev/postgres-process.js'
 
 /**
@@ -11,16 +12,23 @@ import { startPostgres } from '../dev/postgres-process.js'
  * otherwise an embedded PostgreSQL started here. Exit code 1, with a line naming the version, when the contract breaks.
  */
 
+const { positionals: [wanted] } = commandArguments({
+  usage: `usage: npm run test:newest-pg [-- <pg version>]
+  Tests the contract of hooks/database/pg-internals.ts against the newest pg 8.x on the npm registry, or the version
+  given, installed into a temporary copy; against DATABASE_URL or a PostgreSQL started here.`,
+  options: {},
+  positionals: [0, 1]
+})
 const root = join(import.meta.dirname, '..')
 const files = ['hooks/database/pg-internals.ts', 'test/database/pg-internals.test.ts', 'test/helpers/database-url.ts']
 
 const npm = (args: string[], cwd = root): string => execFileSync('npm', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim()
 
 const pinned = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies.pg
-const versions = JSON.parse(npm(['view', `pg@${process.argv[2] ?? '8'}`, 'version', '--json'])) as string | string[]
+const versions = JSON.parse(npm(['view', `pg@${wanted ?? '8'}`, 'version', '--json'])) as string | string[]
 const version = [versions].flat().at(-1)
-if (version === undefined) throw new Error(`the registry has no pg ${process.argv[2] ?? '8.x'}`)
-const which = process.argv[2] === undefined ? `pg ${version}, the newest 8.x (package.json pins ${pinned})` : `pg ${version} (package.json pins ${pinned})`
+if (version === undefined) throw new Error(`the registry has no pg ${wanted ?? '8.x'}`)
+const which = wanted === undefined ? `pg ${version}, the newest 8.x (package.json pins ${pinned})` : `pg ${version} (package.json pins ${pinned})`
 
 const copy = mkdtempSync(join(tmpdir(), 'hooks-pg-contract-'))
 let stopDatabase = async (): Promise<void> => {}

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { LINT, TYPE_CHECK } from '../dev/check.js'
-import { packageProgram } from '../dev/command.js'
+import { commandArguments, NODE_TEST_OPTIONS, NODE_TEST_USAGE, packageProgram } from '../dev/command.js'
 
 /**
  * `npm test [-- <test files or folders>]`: lint, the type check, and the tests under coverage (scripts/run-tests.ts),
@@ -9,6 +9,15 @@ import { packageProgram } from '../dev/command.js'
  * three failing fails the run. Both remember what they found (in .cache/): run again, they look only at what changed
  * since, 20 s of CPU each the first time and a few the next.
  */
+
+commandArguments({
+  usage: `usage: npm test -- [<test file or folder>...] [--test-name-pattern=<pattern>]...
+  Lint, the type check, and the tests under coverage: those given, or every test/**/*.test.ts outside the suites of
+  their own (test:e2e, test:faults, test:image, test:rules, test:scaffold), on DATABASE_URL or a PostgreSQL of their own.
+${NODE_TEST_USAGE}`,
+  options: NODE_TEST_OPTIONS,
+  positionals: [0, Infinity]
+})
 
 interface Run { name: string, code: Promise<number | null>, output: () => string }
 

@@ -2,9 +2,8 @@ import { mkdtemp, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { parseArgs } from 'node:util'
 import { controllers } from '../../hooks/controllers.js'
-import { CommandError, runCommand } from '../../dev/command.js'
+import { CommandError, parseCommand, runCommand } from '../../dev/command.js'
 import { callKinds, callObject, expectedWriterRows, recordingFacts, startRecordingProxy, writeRecording, type RecordedCall, type WriterRow } from '../../dev/hook-recording.js'
 import { startEnvironment, type Environment } from './environment.js'
 import { writeOverlay } from './overlay.js'
@@ -16,7 +15,7 @@ import { writeOverlay } from './overlay.js'
  */
 
 const root = join(import.meta.dirname, '..', '..')
-const USAGE = `Usage: npm run bench:record -- [--objects <n>] [--delete <n>] [--out <file>] [--metacontroller-version <v>]
+const USAGE = `usage: npm run bench:record -- [--objects <n>] [--delete <n>] [--out <file>] [--metacontroller-version <v>]
 
 Records a burst of PostgresWriter hook calls made by a real Metacontroller, for the benchmark to replay. Starts the
 end-to-end rig (its binaries first built by scripts/build-e2e-binaries.sh; E2E_BIN_DIR and E2E_METACONTROLLER as for
@@ -36,18 +35,11 @@ const RESYNC_PERIOD_SECONDS = 20
 const TABLES = ['students', 'teachers']
 const COUNTRIES = ['canada', 'france', 'japan', 'kenya', 'peru']
 
-function options (): { objects: number, deleted: number, out: string, metacontrollerVersion: string | undefined } | undefined {
-  let parsed
-  try {
-    parsed = parseArgs({
-      options: { objects: { type: 'string' }, delete: { type: 'string' }, out: { type: 'string' }, 'metacontroller-version': { type: 'string' }, help: { type: 'boolean' } },
-      strict: true,
-      allowPositionals: false
-    }).values
-  } catch (error) {
-    throw new CommandError(`${(error as Error).message.split('\n')[0] ?? ''}; the flags are --objects, --delete, --out, --metacontroller-version and --help`)
-  }
-  if (parsed.help === true) return undefined
+function options (): { objects: number, deleted: number, out: string, metacontrollerVersion: string | undefined } {
+  const { values: parsed } = parseCommand(process.argv.slice(2), {
+    usage: USAGE,
+    options: { objects: { type: 'string' }, delete: { type: 'string' }, out: { type: 'string' }, 'metacontroller-version': { type: 'string' } }
+  })
   const count = (flag: string, text: string | undefined, fallback: number): number => {
     if (text === undefined) return fallback
     const value = Number(text)
@@ -162,8 +154,6 @@ async function record ({ objects, deleted, out, metacontrollerVersion }: NonNull
   }
 }
 
-await runCommand(async (io) => {
-  const given = options()
-  if (given === undefined) io.stdout(USAGE)
-  else await record(given)
+await runCommand(async () => {
+  await record(options())
 })

@@ -18,7 +18,7 @@ test('a name that is taken, or that cannot name a controller, is refused with th
     [['Config_Copy'], /^"Config_Copy" cannot name a controller: use at most 40 lowercase letters, digits and '-'/],
     [['class'], /^"class" cannot name a controller: class is a reserved word of TypeScript, and the scaffold names the controller's variable with it$/],
     [[], /^usage: npm run new-controller -- <name>/],
-    [['a', 'b'], /^usage: /]
+    [['a', 'b'], /^unexpected argument "b": usage: /]
   ]
   for (const [args, message] of refusals) {
     let printed = ''

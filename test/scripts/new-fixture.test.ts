@@ -74,8 +74,8 @@ test('what it cannot write is refused with the reason', async (t) => {
   const root = await workspace(t)
   const refusals: Array<[string[], RegExp]> = [
     [['podset'], /^usage: npm run new-fixture -- <controller> <case>/],
-    [['podset', 'x', '--after', 'steady-state', '--observed', 'pods.yaml'], /^usage: /],
-    [['podset', 'x', '--output', 'x.json'], /^Unknown option '--output'.*\nusage: /],
+    [['podset', 'x', '--after', 'steady-state', '--observed', 'pods.yaml'], /^give --after or --observed, not both: usage: /],
+    [['podset', 'x', '--output', 'x.json'], /^unknown flag --output: it knows --resource <value>, --after <value>, --observed <value>, --help\/-h$/],
     [['no-such', 'x'], /^no controller is named no-such: the registered ones are postgres-writer, bookstore, podset, pulsar-consumer/],
     [['postgres-writer', 'x'], /^postgres-writer is a DecoratorController, so its fixtures cannot be answered offline/],
     [['podset', 'Scale_Down'], /^case "Scale_Down" cannot name a fixture/],

@@ -28,7 +28,7 @@ test('--help says how to call it and what each exit code means', async () => {
 
 test('a mistake in how it is called exits 2 with one line that says what to do, and no stack', async () => {
   const cases = [
-    [['--colour'], /^Unknown option '--colour'/],
+    [['--colour'], /^unknown flag --colour: it knows --kubeconfig <value>, .*--help\/-h, --version$/m],
     [['-o', 'yaml'], /^--output yaml: give text or json/],
     [['--controller', 'podset,nope'], new RegExp(`^--controller nope: this checkout has no such controller; it has ${controllers.map((c) => c.name).join(', ')}$`, 'm')],
     [['--kubeconfig', '/nonexistent/config'], /^kubeconfig \/nonexistent\/config does not exist: give --kubeconfig the file kubectl uses$/m]

@@ -18,7 +18,7 @@ import { fixture } from '../helpers/fixtures.js'
 
 const root = join(import.meta.dirname, '..', '..')
 
-/** What `npm run -s render -- <args>` prints, and exits with: its output, or its one-line refusal and status 1. */
+/** What `npm run -s render -- <args>` prints, and exits with: its output, or its one-line refusal and its status. */
 async function runRender (args: string[], input = ''): Promise<{ status: number, stdout: string, stderr: string }> {
   let stdout = ''
   try {
@@ -26,7 +26,7 @@ async function runRender (args: string[], input = ''): Promise<{ status: number,
     return { status: 0, stdout, stderr: '' }
   } catch (error) {
     if (!(error instanceof CommandError)) throw error
-    return { status: 1, stdout, stderr: `${error.message}\n` }
+    return { status: error.exitCode, stdout, stderr: `${error.message}\n` }
   }
 }
 
@@ -83,12 +83,13 @@ test('observed children of the controller\'s kinds are used; objects of any othe
   assert.equal(refused.stderr.trim(), `--observed ${mixed}: v1 Service default/web and apps/v1 Deployment shop/app are not children of podset, which owns v1 Pod; leave them out`)
 })
 
-test('bad arguments get the usage line', async () => {
-  for (const args of [[], ['manifests/examples/podset.yaml', '--observed'], ['manifests/examples/podset.yaml', '--output', 'x.yaml']]) {
+test('bad arguments get the usage line, or the flags it knows, and exit code 2', async () => {
+  for (const args of [[], ['manifests/examples/podset.yaml', '--observed'], ['manifests/examples/podset.yaml', 'other.yaml']]) {
     const result = await runRender(args)
-    assert.equal(result.status, 1, args.join(' '))
-    assert.match(result.stderr, /usage: npm run -s render -- <custom-resource\.yaml> \[--observed <children\.yaml>\] \[--diff\]/)
+    assert.equal(result.status, 2, args.join(' '))
+    assert.match(result.stderr, /usage: npm run -s render -- <custom-resource\.yaml> \[--observed <children\.yaml>\] \[--diff\]\n$/)
   }
+  assert.deepEqual(await runRender(['manifests/examples/podset.yaml', '--output', 'x.yaml']), { status: 2, stdout: '', stderr: 'unknown flag --output: it knows --observed <value>, --diff, --help/-h\n' })
 })
 
 test('the README\'s example: a BookStore renders its five children', async () => {
