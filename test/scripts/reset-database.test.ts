@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict'
 import { spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { developmentDataDir } from '../../dev/embedded-postgres.js'
@@ -13,10 +13,40 @@ import { fixturePath } from '../helpers/fixtures.js'
 const script = join(import.meta.dirname, '..', '..', 'scripts', 'reset-database.ts')
 const tsx = import.meta.resolve('tsx')
 
-function reset (cwd: string): { status: number | null, output: string } {
-  const run = spawnSync(process.execPath, ['--import', tsx, script], { cwd, encoding: 'utf8', timeout: 60_000 })
+function reset (cwd: string, args = ['--yes']): { status: number | null, output: string } {
+  const run = spawnSync(process.execPath, ['--import', tsx, script, ...args], { cwd, encoding: 'utf8', timeout: 60_000 })
   return { status: run.status, output: run.stdout + run.stderr }
 }
+
+/** db:reset on a terminal (script(1) gives it one), with `typed` typed at it. */
+function resetOnTerminal (cwd: string, typed: string): { status: number | null, output: string } {
+  const command = [process.execPath, '--import', tsx, script].map((word) => `'${word}'`).join(' ')
+  const run = spawnSync('script', ['-qec', command, '/dev/null'], { cwd, input: typed, encoding: 'utf8', timeout: 60_000 })
+  return { status: run.status, output: run.stdout.replaceAll('\r', '') + run.stderr }
+}
+
+test('db:reset says what it deletes and asks; without a terminal it never asks, and deletes only given --yes', { timeout: 120_000 }, async (t) => {
+  const cwd = await checkout(t)
+  const dataDir = developmentDataDir(cwd)
+  await mkdir(dataDir, { recursive: true })
+  await writeFile(join(dataDir, 'PG_VERSION'), '17\n')
+
+  assert.deepEqual(reset(cwd, []), {
+    status: 1,
+    output: `db:reset would delete the development database in ${dataDir}, every table and row in it; with no terminal to ask on, it deletes only when given --yes (npm run db:reset -- --yes)\n`
+  })
+  assert.ok(existsSync(join(dataDir, 'PG_VERSION')))
+
+  const declined = resetOnTerminal(cwd, 'n\n')
+  assert.equal(declined.status, 1, declined.output)
+  assert.match(declined.output, new RegExp(`This deletes the development database in ${dataDir}, every table and row in it\\. Delete it\\? \\[y/N\\] .*nothing deleted`, 's'))
+  assert.ok(existsSync(join(dataDir, 'PG_VERSION')))
+
+  const confirmed = resetOnTerminal(cwd, 'y\n')
+  assert.equal(confirmed.status, 0, confirmed.output)
+  assert.match(confirmed.output, new RegExp(`removed the development database in ${dataDir}`))
+  assert.equal(existsSync(dataDir), false)
+})
 
 test('db:reset refuses while npm start runs on the database, removes it once stopped, and the next start begins empty', { timeout: 120_000 }, async (t) => {
   const cwd = await checkout(t)
