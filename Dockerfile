@@ -16,7 +16,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund --cache /tmp/npm-cache && rm -rf /tmp/npm-cache
 COPY --from=build /app/dist ./dist
 USER 1000:1000
-ENV PORT=8080 HOOKS_PROBE_PORT=8081
+ENV HOST=0.0.0.0 PORT=8080 HOOKS_PROBE_PORT=8081
 # 8080: the hooks (HTTPS when HOOKS_TLS_CERT is set); 8081: /healthz, /readyz and /metrics, always plain HTTP.
 EXPOSE 8080 8081
 ENTRYPOINT ["node", "dist/server.js"]

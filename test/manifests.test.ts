@@ -32,6 +32,10 @@ test('the hook Deployment runs two replicas as non-root, without privileges, a w
   const entrypoint = JSON.parse(/^ENTRYPOINT (.*)$/m.exec(await readFile(join(root, '..', 'Dockerfile'), 'utf8'))?.[1] ?? '[]')
   // hookDeployment() refuses a command that is not node, flags, then the script.
   assert.deepEqual(entrypoint, [container.command[0], hookDeployment().script], 'the image runs the same program and script, without flags')
+  // The server's own default is this machine only; in a pod, Metacontroller and the kubelet come from outside it.
+  assert.equal(env.HOST, '0.0.0.0', 'the Deployment listens on every address, explicitly')
+  const imageEnv = [...(await readFile(join(root, '..', 'Dockerfile'), 'utf8')).matchAll(/^ENV (.*)$/gm)].flatMap((line) => (line[1] ?? '').split(/\s+/))
+  assert.ok(imageEnv.includes('HOST=0.0.0.0'), `the image listens on every address, explicitly: ENV ${imageEnv.join(' ')}`)
   assert.ok(pod.terminationGracePeriodSeconds > Number(container.env.find((e: any) => e.name === 'HOOKS_SHUTDOWN_TIMEOUT').value) + container.lifecycle.preStop.sleep.seconds)
   const service = await load('server/service.yaml')
   assert.equal(service.metadata.name, HOOK_SERVICE.name)

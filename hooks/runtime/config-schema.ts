@@ -36,9 +36,9 @@ const SERVER = {
       details: 'The hooks are served here: over HTTPS when `HOOKS_TLS_CERT` is set, plain HTTP otherwise. `0` lets the system pick a free port. It must differ from `HOOKS_PROBE_PORT`; one that another process holds stops the server at start-up with a line naming it.'
     }),
     HOST: text({
-      default: '0.0.0.0',
+      default: '127.0.0.1',
       summary: 'address both ports listen on',
-      details: 'An address of this machine, or `0.0.0.0` for all of them, as in a container, where Metacontroller and the kubelet reach the pod\'s address. `127.0.0.1` keeps both ports to this machine.'
+      details: 'An address of this machine, or `0.0.0.0` for all of them. The default, `127.0.0.1`, keeps both ports to this machine: `npm start` on a laptop serves no one else. The image and the Deployment set `0.0.0.0`, since in a container Metacontroller and the kubelet reach the pod\'s address.'
     }),
     HOOKS_PROBE_PORT: port({
       default: 8081,

@@ -24,7 +24,7 @@ export async function checkout (t: TestContext): Promise<string> {
  * `npm start`'s entry point (of this checkout, unless given) run in `cwd` with no database setting, on ports the
  * system picks, without waiting for it; stopped when the test ends.
  */
-export function startDevelopmentServer (t: TestContext, cwd: string, env: Record<string, string> = {}, entry = 'scripts/start.ts'): ServerProcess {
+export function startDevelopmentServer (t: TestContext, cwd: string, env: Record<string, string | undefined> = {}, entry = 'scripts/start.ts'): ServerProcess {
   const server = spawnServer({ cwd, entry, env: { ...withoutDatabase(), ...env } })
   t.after(async () => { await server.stop() })
   return server

@@ -7,7 +7,7 @@ test('defaults', () => {
   assert.equal(config.port, 8080)
   assert.equal(config.probePort, 8081)
   assert.equal(config.databaseCheckIntervalMs, 5000)
-  assert.equal(config.host, '0.0.0.0')
+  assert.equal(config.host, '127.0.0.1')
   assert.equal(config.bodyLimit, 16 * 1024 * 1024)
   assert.equal(config.shutdownTimeoutMs, 25_000)
   assert.equal(config.bearerTokens, undefined)

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict'
 import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync } from 'node:fs'
+import { existsSync, readFileSync } from 'node:fs'
 import { chmod, cp, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -29,10 +29,20 @@ function postmaster (cwd: string): PostmasterFile {
 // A server that never exits fails its test instead of hanging the run.
 const timeout = 120_000
 
+/** The IPv4 addresses that listen on `port` (/proc/net/tcp: hex address, hex port, state 0A for LISTEN). */
+function listeningOn (port: number): string[] {
+  return readFileSync('/proc/net/tcp', 'utf8').split('\n').slice(1).map((line) => line.trim().split(/\s+/)).filter((fields) => fields[3] === '0A' && fields[1]?.endsWith(`:${port.toString(16).toUpperCase().padStart(4, '0')}`))
+    .map((fields) => (fields[1]?.slice(0, 8).match(/../g) ?? []).reverse().map((byte) => parseInt(byte, 16)).join('.'))
+}
+
 test('npm start with no database: its own PostgreSQL, durable, not shared with a second server, and stopped with it', { timeout }, async (t) => {
   const cwd = await checkout(t)
-  const server = startDevelopmentServer(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1' })
+  const server = startDevelopmentServer(t, cwd, { HOOKS_SHUTDOWN_DELAY: '1', HOST: undefined })
   await server.logged('hook server ready')
+
+  await t.test('with no HOST, both ports listen on 127.0.0.1 only: a developer\'s machine does not serve its network', { skip: process.platform !== 'linux' && 'reads /proc/net/tcp' }, () => {
+    for (const port of [server.port, Number(new URL(server.probeUrl).port)]) assert.deepEqual(listeningOn(port), ['127.0.0.1'], `port ${port}`)
+  })
 
   await t.test('the development database is durable: it flushes the WAL at every commit, as a database whose data is kept must', async () => {
     const client = new pg.Client({ connectionString: `postgres://postgres:postgres@127.0.0.1:${postmaster(cwd).port}/postgres` })
