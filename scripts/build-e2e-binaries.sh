@@ -3,6 +3,7 @@
 # fetched through the Go module proxy, using the wrapper modules in test/e2e/rig/{kube,etcd,metacontroller}:
 #
 #   .cache/e2e-bin/kube-apiserver, kube-controller-manager, kubectl   (k8s.io/kubernetes, see KUBE_VERSION)
+#   .cache/e2e-bin/kubelet, kube-scheduler, kube-proxy                (the same module, for the node tier)
 #   .cache/e2e-bin/etcd                                               (go.etcd.io/etcd/server/v3, see ETCD_VERSION)
 #   .cache/e2e-bin/metacontroller + metacontroller-crds-v1.yaml       (see test/e2e/rig/metacontroller/go.mod)
 #   .cache/e2e-bin/prometheus, promtool                               (github.com/prometheus/prometheus, see PROMETHEUS_VERSION)
@@ -15,8 +16,9 @@
 #   E2E_BIN_DIR   output directory (default: <repo>/.cache/e2e-bin)
 #   E2E_BUILD_P   go build -p (default 2)
 #   E2E_FORCE=1   rebuild everything
-#   E2E_ONLY      space-separated subset of: kube-apiserver kube-controller-manager kubectl etcd metacontroller
-#                 prometheus promtool prometheus-operator-crds (`npm run test:rules` builds promtool alone)
+#   E2E_ONLY      space-separated subset of: kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler
+#                 kube-proxy etcd metacontroller prometheus promtool prometheus-operator-crds (`npm run test:rules`
+#                 builds promtool alone)
 #   E2E_METACONTROLLER  another Metacontroller binary for the suite to run (test/e2e/rig/metacontroller.ts): when set,
 #                 Metacontroller is not built here
 set -euo pipefail
@@ -25,7 +27,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 RIG="$ROOT/test/e2e/rig"
 BIN=${E2E_BIN_DIR:-$ROOT/.cache/e2e-bin}
 P=${E2E_BUILD_P:-2}
-ALL="kube-apiserver kube-controller-manager kubectl etcd prometheus promtool prometheus-operator-crds"
+ALL="kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler kube-proxy etcd prometheus promtool prometheus-operator-crds"
 [[ -n "${E2E_METACONTROLLER:-}" ]] || ALL+=" metacontroller"
 ONLY=${E2E_ONLY:-$ALL}
 
@@ -101,7 +103,7 @@ download() {
 T_ALL=$(now)
 log "go: $GO_VERSION, GOMODCACHE=$(go env GOMODCACHE), GOCACHE=$(go env GOCACHE), -p $P, output $BIN"
 
-# --- Kubernetes: kube-apiserver, kube-controller-manager, kubectl -----------------------------------------------
+# --- Kubernetes: the control plane (kube-apiserver, kube-controller-manager, kubectl) and the node -------------------
 KUBE_DIR="$RIG/kube"
 KUBE_MINOR=$(echo "$KUBE_VERSION" | cut -d. -f2)
 # Mirrors kubernetes hack/lib/version.sh (both version packages) and hack/lib/golang.sh (tags, -s -w, -trimpath).
@@ -111,15 +113,16 @@ for pkgv in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
   KUBE_LDFLAGS+=" -X $pkgv.gitTreeState=clean -X $pkgv.gitCommit=module-$KUBE_VERSION"
 done
 KUBE_TAGS=selinux,notest,grpcnotrace
+KUBE_BINARIES="kube-apiserver kube-controller-manager kubectl kubelet kube-scheduler kube-proxy"
 KUBE_STAMP=$(stamp_of "$KUBE_DIR" "k8s.io/kubernetes $KUBE_VERSION" "tags=$KUBE_TAGS" "ldflags=$KUBE_LDFLAGS")
 kube_needed=()
-for b in kube-apiserver kube-controller-manager kubectl; do
+for b in $KUBE_BINARIES; do
   want "$b" && ! up_to_date "$b" "$KUBE_STAMP" && kube_needed+=("$b")
 done
 if ((${#kube_needed[@]})); then
   download "$KUBE_DIR" "$KUBE_TAGS" "${kube_needed[@]/#/k8s.io/kubernetes/cmd/}"
 fi
-for b in kube-apiserver kube-controller-manager kubectl; do
+for b in $KUBE_BINARIES; do
   want "$b" && build "$b" "$KUBE_DIR" "k8s.io/kubernetes/cmd/$b" "$KUBE_STAMP" "$KUBE_LDFLAGS" "$KUBE_TAGS"
 done
 
@@ -198,4 +201,4 @@ if want prometheus-operator-crds; then
 fi
 
 log "all done in $(elapsed "$T_ALL") s; binaries in $BIN:"
-(cd "$BIN" && ls -l --block-size=M kube-apiserver kube-controller-manager kubectl etcd metacontroller prometheus promtool 2>/dev/null || true)
+(cd "$BIN" && ls -l --block-size=M $KUBE_BINARIES etcd metacontroller prometheus promtool 2>/dev/null || true)
