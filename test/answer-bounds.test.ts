@@ -19,7 +19,8 @@ import { testDatabaseUrl } from './helpers/database-url.js'
  * controller (a scaffolded one too, with no test edited): the worst spec its schema admits (dev/worst-spec.ts: every
  * string and list at its bound, in the costliest characters; every count at its maximum), under the longest name and
  * namespace, is answered in full, within the answer budget of the default HOOKS_BODY_LIMIT, on its first sync and, for
- * a composite, on the sync after Metacontroller created every child it asked for.
+ * a composite, on the sync after Metacontroller created every child it asked for, whose request (the children as the
+ * API server stores them) fits in the default HOOKS_BODY_LIMIT.
  */
 
 const { bodyLimit } = loadConfig({})
@@ -66,7 +67,11 @@ for (const controller of controllers) {
     const answer = await sync(first, hookContext(controller, first.parent, now, served))
     const firstSize = servedSize(controller, answer, 'first sync')
     const next = afterSync(first, answer, { time: '2026-11-22T12:00:01Z', resourceVersion: 9000 })
+    // Every later sync carries the children as the API server stores them: it must fit in the body limit, or each
+    // one is refused with 413 and the parent is never synced again.
+    const requestSize = jsonBytes(next, Infinity)
+    assert.ok(requestSize <= bodyLimit, `${controller.name}: the request once its children exist is ${shownSize(requestSize)}, over HOOKS_BODY_LIMIT (${shownSize(bodyLimit)})`)
     const nextSize = servedSize(controller, await sync(next, hookContext(controller, next.parent, now, served)), 'once its children exist')
-    t.diagnostic(`${controller.name}: ${shownSize(firstSize)} on the first sync, ${shownSize(nextSize)} once its children exist`)
+    t.diagnostic(`${controller.name}: ${shownSize(firstSize)} on the first sync, ${shownSize(nextSize)} once its children exist, whose request is ${shownSize(requestSize)}`)
   })
 }

@@ -78,8 +78,8 @@ test('the CRDs carry the rules that make the API server refuse at kubectl apply 
   assert.deepEqual([at('postgres-writer', 'spec.age').minimum, at('postgres-writer', 'spec.age').maximum], [0, 2147483647])
   assert.equal(at('pulsar-consumer', 'spec.serverAddress').pattern, '^pulsar(\\+ssl)?://[!-~]+$')
   assert.deepEqual([at('podset', 'spec.replicas').minimum, at('podset', 'spec.replicas').maximum], [0, 2000])
-  assert.deepEqual([at('podset', 'spec.command').minItems, at('podset', 'spec.command').maxItems, at('podset', 'spec.command[]').maxLength], [1, 8, 128])
-  assert.equal(at('podset', 'spec.image').maxLength, 456)
+  assert.deepEqual([at('podset', 'spec.command').minItems, at('podset', 'spec.command').maxItems, at('podset', 'spec.command[]').maxLength], [1, 4, 96])
+  assert.equal(at('podset', 'spec.image').maxLength, 255)
   // An int-or-string as the API server takes it, exactly two bare types, with the string's bound beside them.
   const dbSize = at('bookstore', 'spec.bookDB.dbSize')
   assert.deepEqual([dbSize.anyOf, dbSize.maxLength, dbSize.errorMessage], [[{ type: 'integer' }, { type: 'string' }], 64, undefined])

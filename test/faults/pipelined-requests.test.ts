@@ -3,6 +3,7 @@ import { connect } from 'node:net'
 import { test, type TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { deployment } from '../../dev/deployment.js'
+import { MAX_ARGUMENT_LENGTH, MAX_COMMAND_ARGUMENTS } from '../../hooks/podset/resource.js'
 import { WEBHOOK_TIMEOUT_SECONDS } from '../../hooks/framework/wire/webhook.js'
 import type { ServerProcess } from '../../dev/server-process.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
@@ -19,11 +20,11 @@ import { startHookServer, testSchema } from './hook-server.js'
 const { memoryLimitMiB, nodeArgs } = deployment()
 const SMALL_CALL_MS = WEBHOOK_TIMEOUT_SECONDS * 1000
 
-/** A first PodSet sync named `name`, of `replicas` pods whose command has eight arguments of 128 characters. */
+/** A first PodSet sync named `name`, of `replicas` pods whose command has as many arguments, as long, as the CRD admits. */
 function podSetSync (name: string, replicas: number): string {
   const request = fixture('podset', 'first-sync')
   request.parent.metadata.name = name
-  request.parent.spec = { replicas, image: 'busybox', command: Array.from({ length: 8 }, () => 'x'.repeat(128)) }
+  request.parent.spec = { replicas, image: 'busybox', command: Array.from({ length: MAX_COMMAND_ARGUMENTS }, () => 'x'.repeat(MAX_ARGUMENT_LENGTH)) }
   return JSON.stringify(request)
 }
 
@@ -113,7 +114,7 @@ async function withSmallCalls (t: TestContext, clients: (server: ServerProcess) 
 }
 
 const DEPLOYMENT = `under the Deployment's ${memoryLimitMiB} MiB (${nodeArgs.join(' ')})`
-/** A 2.8 KB request whose answer is 2.8 MB: 2,000 pods, as the CRD admits. */
+/** A 2 KB request whose answer holds 2,000 pods, as the CRD admits. */
 const amplifying = httpRequest(podSetSync('amplifying', 2000))
 
 for (const [connections, depth] of [[1, 200], [8, 50], [64, 10], [64, 200]] as const) {

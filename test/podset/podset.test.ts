@@ -197,9 +197,9 @@ test('a spec the hook cannot interpret gets Ready=False InvalidSpec naming the f
     [{ command: [] }, /spec\.command: Expected array length to be greater or equal to 1/],
     [{ image: 'busy box' }, /spec\.image: Expected string to match/],
     // Stored before the CRD bounded them: a pod of each asked for 20 KB.
-    [{ command: ['sh', '-c', 'x'.repeat(20_000)] }, /spec\.command\.2: Expected string length less or equal to 128/],
-    [{ command: Array.from({ length: 9 }, () => 'x') }, /spec\.command: Expected array length to be less or equal to 8/],
-    [{ image: `registry.example.com/${'i'.repeat(500)}` }, /spec\.image: Expected string length less or equal to 456/]
+    [{ command: ['sh', '-c', 'x'.repeat(20_000)] }, /spec\.command\.2: Expected string length less or equal to 96/],
+    [{ command: Array.from({ length: 5 }, () => 'x') }, /spec\.command: Expected array length to be less or equal to 4/],
+    [{ image: `registry.example.com/${'i'.repeat(500)}` }, /spec\.image: Expected string length less or equal to 255/]
   ]
   for (const app of apps) {
     for (const [spec, message] of cases) {
