@@ -3,6 +3,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { Controller } from '../hooks/framework/controller.js'
+import { builtInOwner } from '../hooks/framework/built-in-resources.js'
 import { englishPlural } from '../hooks/framework/custom-resource.js'
 import { CommandError, parseCommand, type CommandIo } from './command.js'
 import { generate } from './generate.js'
@@ -119,6 +120,10 @@ export async function newController (args: string[], controllers: readonly Contr
   const version = 'v1alpha1'
   if (RESERVED.includes(camel)) throw new CommandError(`${JSON.stringify(name)} cannot name a controller: ${camel} is a reserved word of TypeScript, and the scaffold names the controller's variable with it`)
   const plural = englishPlural(kind.toLowerCase())
+  for (const [what, value] of [['singular', kind.toLowerCase()], ['plural', plural]] as const) {
+    const owner = builtInOwner(value)
+    if (owner !== undefined) throw new CommandError(`${JSON.stringify(name)} cannot name a controller: its resource's ${what} ${JSON.stringify(value)} is ${owner}, a built-in Kubernetes resource, and kubectl would take one for the other: choose another name`)
+  }
   const taken = controllers.find((controller) => controller.name === name || (controller.resource.group === group && controller.resource.plural === plural))
   if (taken !== undefined) throw new CommandError(`${taken.name} is registered already, with the resource ${taken.resource.plural}.${taken.resource.group}: choose another name`)
 

@@ -1,5 +1,6 @@
 import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { builtInOwner } from './built-in-resources.js'
 import { specParser } from './spec.js'
 import { CommonStatusProperties } from './wire/schemas.js'
 
@@ -122,9 +123,14 @@ function resourceNames (definition: Pick<CustomResourceDefinition<TObject, TProp
   if (!/^[A-Z][A-Za-z0-9]{0,62}$/.test(kind)) throw new Error(`kind ${JSON.stringify(kind)} cannot name a resource: use PascalCase letters and digits, starting with a capital (ConfigCopy)`)
   const singular = definition.singular ?? kind.toLowerCase()
   const plural = definition.plural ?? englishPlural(singular)
+  const kindOwner = builtInOwner(kind.toLowerCase())
+  if (kindOwner !== undefined) throw new Error(`${kind}: kind ${JSON.stringify(kind)} is, in lowercase, ${kindOwner}, a built-in Kubernetes resource, and kubectl would take one for the other: choose another`)
   const named: Array<[string, string]> = [['plural', plural], ['singular', singular], ...(definition.shortNames ?? []).map((name): [string, string] => ['short name', name]), ...(definition.categories ?? []).map((name): [string, string] => ['category', name])]
   for (const [what, name] of named) {
     if (!NAME.test(name)) throw new Error(`${kind}: ${what} ${JSON.stringify(name)} is not a lowercase DNS label (letters, digits and '-', starting with a letter, at most 63 characters), as the API server requires`)
+    // A category groups kinds (`kubectl get all`): sharing one with built-ins is what it is for.
+    const owner = what === 'category' ? undefined : builtInOwner(name)
+    if (owner !== undefined) throw new Error(`${kind}: ${what} ${JSON.stringify(name)} is ${owner}, a built-in Kubernetes resource, and kubectl would take one for the other: choose another`)
   }
   return { plural, singular }
 }

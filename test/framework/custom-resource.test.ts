@@ -47,6 +47,15 @@ test('a name the API server would refuse fails when the resource is defined, say
   assert.throws(() => customResource({ ...definition, kind: 'Quiz', categories: [''] }), /^Error: Quiz: category "" is not a lowercase DNS label/)
 })
 
+test('a name kubectl already knows for a built-in resource fails when the resource is defined, naming its owner', () => {
+  assert.throws(() => customResource({ ...definition, kind: 'RedisCache', shortNames: ['rc'] }),
+    /^Error: RedisCache: short name "rc" is the short name of ReplicationController, a built-in Kubernetes resource, and kubectl would take one for the other: choose another$/)
+  assert.throws(() => customResource({ ...definition, kind: 'Quiz', singular: 'quota' }), /^Error: Quiz: singular "quota" is the short name of ResourceQuota, a built-in/)
+  assert.throws(() => customResource({ ...definition, kind: 'Cache', plural: 'pods' }), /^Error: Cache: plural "pods" is the plural of Pod, a built-in/)
+  assert.throws(() => customResource({ ...definition, kind: 'Deployment', singular: 'webdeployment' }), /^Error: Deployment: kind "Deployment" is, in lowercase, the singular of Deployment, a built-in/)
+  assert.doesNotThrow(() => customResource({ ...definition, kind: 'RedisCache', shortNames: ['rcache'], categories: ['all'] }))
+})
+
 test('two printer columns of one name fail when the resource is defined: a column of its own named Age beside the time since creation', () => {
   assert.throws(() => customResource({ ...definition, kind: 'ConfigCopy', printerColumns: [{ name: 'Age', type: 'integer', jsonPath: '.spec.age' }] }),
     /^Error: ConfigCopy: two printer columns are named "Age", and kubectl get would show both under one header \(Age is the time since creation, added to every resource\): name one otherwise$/)

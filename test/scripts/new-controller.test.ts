@@ -17,6 +17,9 @@ test('a name that is taken, or that cannot name a controller, is refused with th
     [['podset'], /^hooks\/podset\/ exists already: choose another name$/],
     [['Config_Copy'], /^"Config_Copy" cannot name a controller: use at most 40 lowercase letters, digits and '-'/],
     [['class'], /^"class" cannot name a controller: class is a reserved word of TypeScript, and the scaffold names the controller's variable with it$/],
+    [['rc'], /^"rc" cannot name a controller: its resource's singular "rc" is the short name of ReplicationController, a built-in Kubernetes resource, and kubectl would take one for the other: choose another name$/],
+    [['replication-controller'], /^"replication-controller" cannot name a controller: its resource's singular "replicationcontroller" is the singular of ReplicationController, a built-in/],
+    [['ingress'], /^"ingress" cannot name a controller: its resource's singular "ingress" is the singular of Ingress, a built-in/],
     [[], /^usage: npm run new-controller -- <name>/],
     [['a', 'b'], /^unexpected argument "b": usage: /]
   ]
