@@ -4,6 +4,7 @@ import { createRequire } from 'node:module'
 import { dirname, join, resolve } from 'node:path'
 import { text } from 'node:stream/consumers'
 import { parseArgs, type ParseArgsConfig } from 'node:util'
+import { DefinitionError } from '../hooks/framework/errors.js'
 
 /**
  * What the commands of package.json share: one way to read their arguments (parseCommand), so that each answers
@@ -120,7 +121,8 @@ export async function readInput (io: CommandIo, path: string): Promise<string> {
 
 /**
  * Runs a tool as a command: a CommandAnswer is printed with exit code 0, a CommandError is one line on stderr and its
- * exit code, anything else a bug with its stack.
+ * exit code, as is a DefinitionError (exit code 1) where the tool imports the registry as it runs; anything else is a
+ * bug, with its stack.
  * Output into a pipe that closed (`npm run render -- … | head -3`) ends the command quietly, as it ends `cat`.
  */
 export async function runCommand (tool: (io: CommandIo) => Promise<void>): Promise<void> {
@@ -133,6 +135,12 @@ export async function runCommand (tool: (io: CommandIo) => Promise<void>): Promi
   } catch (error) {
     if (error instanceof CommandAnswer) {
       process.stdout.write(`${error.message}\n`)
+      return
+    }
+    // A controller defined so that it cannot work is its author's mistake too, when a tool imports the registry.
+    if (error instanceof DefinitionError) {
+      process.stderr.write(`${error.message}\n`)
+      process.exitCode = 1
       return
     }
     if (!(error instanceof CommandError)) throw error

@@ -1,7 +1,5 @@
 import { join } from 'node:path'
-import { controllers } from '../hooks/controllers.js'
 import { commandArguments, runCommand } from '../dev/command.js'
-import { generate } from '../dev/generate.js'
 
 /** `npm run generate`: see dev/generate.ts. */
 commandArguments({
@@ -11,4 +9,8 @@ commandArguments({
   and the README's configuration table. Only the files whose content changes are written, and named.`,
   options: {}
 })
-await runCommand(async (io) => { await generate(controllers, join(import.meta.dirname, '..'), io) })
+// Imported as the command runs: a controller defined so that it cannot work is then one line, not a stack.
+await runCommand(async (io) => {
+  const [{ controllers }, { generate }] = await Promise.all([import('../hooks/controllers.js'), import('../dev/generate.js')])
+  await generate(controllers, join(import.meta.dirname, '..'), io)
+})

@@ -1,7 +1,9 @@
 import { join } from 'node:path'
-import { controllers } from '../hooks/controllers.js'
 import { runCommand } from '../dev/command.js'
-import { newController } from '../dev/new-controller.js'
 
 /** `npm run new-controller -- <name>`: see dev/new-controller.ts. */
-await runCommand(async (io) => { await newController(process.argv.slice(2), controllers, join(import.meta.dirname, '..'), io) })
+// Imported as the command runs: a controller defined so that it cannot work is then one line, not a stack.
+await runCommand(async (io) => {
+  const [{ controllers }, { newController }] = await Promise.all([import('../hooks/controllers.js'), import('../dev/new-controller.js')])
+  await newController(process.argv.slice(2), controllers, join(import.meta.dirname, '..'), io)
+})

@@ -1,7 +1,9 @@
 import { join } from 'node:path'
-import { controllers } from '../hooks/controllers.js'
 import { runCommand } from '../dev/command.js'
-import { newFixture } from '../dev/new-fixture.js'
 
 /** `npm run new-fixture -- <controller> <case> [--resource <file>] [--after <case> | --observed <file>]`: see dev/new-fixture.ts. */
-await runCommand(async (io) => { await newFixture(process.argv.slice(2), controllers, join(import.meta.dirname, '..'), io) })
+// Imported as the command runs: a controller defined so that it cannot work is then one line, not a stack.
+await runCommand(async (io) => {
+  const [{ controllers }, { newFixture }] = await Promise.all([import('../hooks/controllers.js'), import('../dev/new-fixture.js')])
+  await newFixture(process.argv.slice(2), controllers, join(import.meta.dirname, '..'), io)
+})

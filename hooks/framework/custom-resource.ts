@@ -1,6 +1,7 @@
 import { Type, type Static, type TObject, type TProperties } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { builtInOwner } from './built-in-resources.js'
+import { DefinitionError } from './errors.js'
 import { specParser } from './spec.js'
 import { CommonStatusProperties } from './wire/schemas.js'
 
@@ -120,17 +121,17 @@ const NAME = /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/
 /** The names of a resource, checked when its module loads, so that a bad one fails every test and `npm run generate` with the reason. */
 function resourceNames (definition: Pick<CustomResourceDefinition<TObject, TProperties>, 'kind' | 'plural' | 'singular' | 'shortNames' | 'categories'>): { plural: string, singular: string } {
   const { kind } = definition
-  if (!/^[A-Z][A-Za-z0-9]{0,62}$/.test(kind)) throw new Error(`kind ${JSON.stringify(kind)} cannot name a resource: use PascalCase letters and digits, starting with a capital (ConfigCopy)`)
+  if (!/^[A-Z][A-Za-z0-9]{0,62}$/.test(kind)) throw new DefinitionError(`kind ${JSON.stringify(kind)} cannot name a resource: use PascalCase letters and digits, starting with a capital (ConfigCopy)`)
   const singular = definition.singular ?? kind.toLowerCase()
   const plural = definition.plural ?? englishPlural(singular)
   const kindOwner = builtInOwner(kind.toLowerCase())
-  if (kindOwner !== undefined) throw new Error(`${kind}: kind ${JSON.stringify(kind)} is, in lowercase, ${kindOwner}, a built-in Kubernetes resource, and kubectl would take one for the other: choose another`)
+  if (kindOwner !== undefined) throw new DefinitionError(`${kind}: kind ${JSON.stringify(kind)} is, in lowercase, ${kindOwner}, a built-in Kubernetes resource, and kubectl would take one for the other: choose another`)
   const named: Array<[string, string]> = [['plural', plural], ['singular', singular], ...(definition.shortNames ?? []).map((name): [string, string] => ['short name', name]), ...(definition.categories ?? []).map((name): [string, string] => ['category', name])]
   for (const [what, name] of named) {
-    if (!NAME.test(name)) throw new Error(`${kind}: ${what} ${JSON.stringify(name)} is not a lowercase DNS label (letters, digits and '-', starting with a letter, at most 63 characters), as the API server requires`)
+    if (!NAME.test(name)) throw new DefinitionError(`${kind}: ${what} ${JSON.stringify(name)} is not a lowercase DNS label (letters, digits and '-', starting with a letter, at most 63 characters), as the API server requires`)
     // A category groups kinds (`kubectl get all`): sharing one with built-ins is what it is for.
     const owner = what === 'category' ? undefined : builtInOwner(name)
-    if (owner !== undefined) throw new Error(`${kind}: ${what} ${JSON.stringify(name)} is ${owner}, a built-in Kubernetes resource, and kubectl would take one for the other: choose another`)
+    if (owner !== undefined) throw new DefinitionError(`${kind}: ${what} ${JSON.stringify(name)} is ${owner}, a built-in Kubernetes resource, and kubectl would take one for the other: choose another`)
   }
   return { plural, singular }
 }
@@ -144,7 +145,7 @@ export function customResource<Spec extends TObject, StatusFields extends TPrope
   const printerColumns = [...definition.printerColumns, ...(ownReady ? [] : [READY_COLUMN]), AGE_COLUMN]
   const twice = printerColumns.find((column, index) => printerColumns.findIndex((other) => other.name === column.name) !== index)
   if (twice !== undefined) {
-    throw new Error(`${definition.kind}: two printer columns are named ${JSON.stringify(twice.name)}, and kubectl get would show both under one header (${AGE_COLUMN.name} is the time since creation, added to every resource): name one otherwise`)
+    throw new DefinitionError(`${definition.kind}: two printer columns are named ${JSON.stringify(twice.name)}, and kubectl get would show both under one header (${AGE_COLUMN.name} is the time since creation, added to every resource): name one otherwise`)
   }
   return {
     ...definition,

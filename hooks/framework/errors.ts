@@ -41,3 +41,9 @@ export class InvalidSpecError extends UnservableSpecError {
 export function unprocessableSpec (kind: string, problems: string[]): InvalidSpecError {
   return new InvalidSpecError(kind, problems)
 }
+
+/**
+ * A controller defined so that it cannot work (a name that the API server or kubectl would refuse, two columns of one
+ * name), thrown as its module loads: the development commands say it in one line.
+ */
+export class DefinitionError extends Error {}

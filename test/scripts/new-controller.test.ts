@@ -1,13 +1,16 @@
 import assert from 'node:assert/strict'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { controllers } from '../../hooks/controllers.js'
 import { CommandError } from '../../dev/command.js'
 import { newController } from '../../dev/new-controller.js'
+import { repositoryCopy, runIn, succeedIn } from '../helpers/repository-copy.js'
 
 /**
- * `npm run new-controller` (dev/new-controller.ts): its refusals, in-process. What it writes, and that the controllers
- * it scaffolds pass every test with none edited, is test/scaffold/, run as a command in a copy of the repository.
+ * `npm run new-controller` (dev/new-controller.ts): its refusals, in-process, and the commands' refusal of a resource
+ * it scaffolded and its author then named wrongly, in a copy. What it writes, and that the controllers it scaffolds
+ * pass every test with none edited, is test/scaffold/, run as a command in a copy of the repository.
  */
 
 const root = join(import.meta.dirname, '..', '..')
@@ -28,5 +31,17 @@ test('a name that is taken, or that cannot name a controller, is refused with th
     await assert.rejects(newController(args, controllers, root, { cwd: root, stdin: async () => '', stdout: (text) => { printed += text } }),
       (error: Error) => error instanceof CommandError && message.test(error.message), args.join(' '))
     assert.equal(printed, '', args.join(' '))
+  }
+})
+
+test('a scaffolded resource given a name of a built-in resource is refused by the commands in one line naming its owner', async (t) => {
+  const copy = await repositoryCopy(t)
+  await succeedIn(copy, 'npm', ['run', '-s', 'new-controller', '--', 'redis-cache'])
+  const resource = join(copy, 'hooks', 'redis-cache', 'resource.ts')
+  writeFileSync(resource, readFileSync(resource, 'utf8').replace("kind: 'RedisCache',", "kind: 'RedisCache',\n  shortNames: ['rc'],"))
+  const line = 'RedisCache: short name "rc" is the short name of ReplicationController, a built-in Kubernetes resource, and kubectl would take one for the other: choose another\n'
+  for (const command of [['generate'], ['check', '--', 'redis-cache'], ['new-fixture', '--', 'redis-cache', 'again']]) {
+    const run = await runIn(copy, 'npm', ['run', '-s', ...command])
+    assert.deepEqual([run.status, run.stderr], [1, line], command.join(' '))
   }
 })
