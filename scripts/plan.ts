@@ -19,8 +19,12 @@ const usage = `usage: npm run -s plan -- [--kubeconfig <file>] [--context <name>
   PostgreSQL for PostgresWriter: the hook server's settings (DATABASE_URL, or PSQL_* or PG*; PG_SCHEMA, PG_TABLE_ALLOWLIST, PG_AUTO_CREATE_TABLES)
 exit codes: ${Object.entries(EXIT_MEANINGS).map(([code, meaning]) => `${code} ${meaning}`).join('; ')}`
 
+/** Set once the flags are read: CI reads the JSON, so a plan that cannot be made is JSON too, with its error. */
+let json = false
+
 function fail (message: string): never {
   process.stderr.write(`${message}\n`)
+  if (json) process.stdout.write(`${JSON.stringify({ controllers: [], errors: [message], exitCode: 2 }, null, 2)}\n`)
   process.exit(2)
 }
 
@@ -36,7 +40,8 @@ const { values: options } = commandArguments({
   },
   version: true
 })
-if (options.output !== 'text' && options.output !== 'json') fail(`--output ${options.output}: give text or json\n${usage}`)
+if (options.output !== 'text' && options.output !== 'json') fail(`--output ${options.output}: give text or json`)
+json = options.output === 'json'
 
 const names = (options.controller ?? []).flatMap((name) => name.split(',')).filter((name) => name !== '')
 const unknown = names.filter((name) => !controllers.some((controller) => controller.name === name))

@@ -14,7 +14,7 @@ const root = join(import.meta.dirname, '..', '..')
  * `npm run -s plan -- <args>` as docs/plan.md has it (`npm: true`), or the script it runs, which starts sooner; without
  * the tests' database settings. Asynchronous, so that a server of the test can answer it meanwhile.
  */
-async function plan (args: string[], { env = {}, npm = false }: { env?: Record<string, string>, npm?: boolean } = {}): Promise<{ status: number | null, stdout: string, stderr: string }> {
+async function plan (args: string[], { env = {}, npm = false }: { env?: Record<string, string | undefined>, npm?: boolean } = {}): Promise<{ status: number | null, stdout: string, stderr: string }> {
   const [command, prefix] = npm ? ['npm', ['run', '-s', 'plan', '--']] : [process.execPath, ['--import', 'tsx', 'scripts/plan.ts']]
   return await runIn(root, command, [...prefix, ...args], { env: { DATABASE_URL: undefined, ...env }, timeoutMs: 60_000 })
 }
@@ -64,4 +64,17 @@ test('an API server that hangs up: exit 2, naming where it looked', async (t) =>
   assert.equal(report.exitCode, 2)
   assert.match(report.errors[0], new RegExp(`^${controllers[0]?.name ?? ''}: cannot reach the API server at https://127.0.0.1:${port}: ECONNRESET`))
   assert.equal(report.errors.length, controllers.length, 'one error per controller')
+})
+
+test('-o json: a plan that cannot start is JSON on stdout too, with its error, as CI reads it', async (t) => {
+  const home = mkdtempSync(join(tmpdir(), 'plan-home-'))
+  t.after(() => { rmSync(home, { recursive: true, force: true }) })
+  const run = await plan(['-o', 'json'], { env: { HOME: home, KUBECONFIG: undefined, KUBERNETES_SERVICE_HOST: undefined } })
+  assert.equal(run.status, 2, run.stderr)
+  const report = JSON.parse(run.stdout)
+  assert.equal(report.exitCode, 2)
+  assert.deepEqual(report.controllers, [])
+  assert.equal(report.errors.length, 1)
+  assert.equal(`${report.errors[0]}\n`, run.stderr, 'the same line as on stderr')
+  assert.match(report.errors[0], /kubeconfig/)
 })
