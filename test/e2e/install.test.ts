@@ -9,12 +9,15 @@
  *   namespaced objects of a first install would all fail on their missing namespace: the namespace is created first
  *   (manifests/namespace/), for real, and everything is dry-run after it.
  * - Each documented order of applying, for real, on a fresh API server each.
+ * - docs/monitoring.md's step 3 in a kustomization of the monitoring overlay, built by kubectl: its label lands on
+ *   the monitoring objects alone.
  */
 import assert from 'node:assert/strict'
 import { spawn } from 'node:child_process'
-import { readdirSync } from 'node:fs'
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { describe, it } from 'node:test'
+import { parseAllDocuments } from 'yaml'
 import { startCluster, type Cluster } from './rig/cluster.js'
 import { metacontrollerBuild, metacontrollerSupportsEndpointConfigs, metacontrollerSupportsHookV2 } from './rig/metacontroller.js'
 
@@ -67,6 +70,36 @@ async function withCluster (body: (cluster: Cluster) => Promise<void>): Promise<
     await cluster.stop()
   }
 }
+
+/** The yaml block of step 3 of docs/monitoring.md's install: what a reader adds to the kustomization they apply. */
+function monitoringLabelBlock (): string {
+  const page = readFileSync(join(root, 'docs', 'monitoring.md'), 'utf8')
+  const step = /^3\. Make your Prometheus select them\.[\s\S]*?```yaml\n([\s\S]*?)^ *```$/m.exec(page)?.[1]
+  assert.ok(step !== undefined, 'docs/monitoring.md has step 3 with a yaml block')
+  return step.replace(/^ {3}/gm, '')
+}
+
+it('docs/monitoring.md step 3, added to a kustomization of the monitoring overlay, labels its PodMonitor and PrometheusRule alone', async () => {
+  // Within the repository: kustomize takes no resource from outside the kustomization's own root.
+  const dir = mkdtempSync(join(root, '.cache', 'monitoring-label-'))
+  try {
+    writeFileSync(join(dir, 'kustomization.yaml'), `resources:\n  - ../../manifests/overlays/monitoring\n${monitoringLabelBlock()}`)
+    const built = await new Promise<Run>((resolve) => {
+      const child = spawn(join(binDir, 'kubectl'), ['kustomize', dir], { stdio: ['ignore', 'pipe', 'pipe'] })
+      let stdout = ''
+      let stderr = ''
+      child.stdout.on('data', (chunk: Buffer) => { stdout += chunk.toString() })
+      child.stderr.on('data', (chunk: Buffer) => { stderr += chunk.toString() })
+      child.on('close', (code) => { resolve({ code, stdout, stderr }) })
+    })
+    assert.equal(built.code, 0, built.stderr)
+    const objects = parseAllDocuments(built.stdout).map((document) => document.toJS() as { kind: string, metadata: { labels?: Record<string, string> } })
+    assert.ok(objects.length > 10, `${objects.length} objects`)
+    assert.deepEqual(objects.filter((object) => object.metadata.labels?.release === 'kube-prometheus-stack').map((object) => object.kind).sort(), ['PodMonitor', 'PrometheusRule'])
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+})
 
 describe(`the install on a real kube-apiserver (Metacontroller CRDs of ${metacontroller.version ?? metacontroller.binary}${newerFields.length === 0 ? '' : `, which lack ${newerFields.join(', ')}`})`, () => {
   it('server-side dry-run of manifests/, manifests/postgres/ and every overlay, once their namespace exists', { timeout: 120_000 }, async () => {
