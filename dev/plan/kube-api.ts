@@ -27,12 +27,24 @@ export interface ResourceInfo {
 }
 
 const PAGE_SIZE = 500
+// A list this long is not planned: an API server whose continue token never ends is stopped here, not followed forever.
+const MAX_PAGES = 2000
 const TIMEOUT_MS = 60_000
 
 export interface ListOptions {
   namespace?: string | undefined
   labelSelector?: string | undefined
+  /** Called after each page: how many objects are read so far. */
+  progress?: (read: number) => void
 }
+
+/** The start of what the API server sent, in one line. */
+function excerpt (body: string): string {
+  const start = JSON.stringify(body.slice(0, 80))
+  return body.length > 80 ? `${start}...` : start
+}
+
+const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value)
 
 export class KubeApi {
   private readonly agent: HttpAgent
@@ -68,29 +80,58 @@ export class KubeApi {
     const body = await text(response.headers['content-encoding'] === 'gzip' ? response.pipe(createGunzip()) : response)
     const status = response.statusCode ?? 0
     if (status !== 200) throw new KubeApiError(status, path, refusal(status, path, body))
-    return JSON.parse(body) as T
+    try {
+      return JSON.parse(body) as T
+    } catch {
+      throw new KubeApiError(status, path, `GET ${path} answered 200 with a body that is not JSON: ${excerpt(body)}; is the kubeconfig's server an API server?`)
+    }
   }
 
   /** Every object of a resource (`/api/v1/pods`, `/apis/<group>/<version>/<plural>`), in a namespace if given. */
   async list (apiVersion: string, plural: string, options: ListOptions = {}): Promise<Json[]> {
-    const path = resourcePath(apiVersion, plural, options.namespace)
     const items: Json[] = []
-    let next: string | undefined
-    do {
-      const page = await this.get<{ kind: string, apiVersion: string, items: Json[] | null, metadata?: { continue?: string } }>(path, { limit: String(PAGE_SIZE), continue: next, labelSelector: options.labelSelector })
-      const kind = page.kind.replace(/List$/, '')
-      for (const item of page.items ?? []) items.push({ apiVersion: page.apiVersion, kind, ...item })
-      next = page.metadata?.continue
-    } while (next !== undefined && next !== '')
+    for await (const page of this.pages(apiVersion, plural, options)) {
+      for (const item of page) items.push(item)
+      options.progress?.(items.length)
+    }
     return items
+  }
+
+  /**
+   * The objects of a resource as `list` reads them, a page at a time, so that a caller may let each go before the next;
+   * a page that is not a list, or a continue token still given after MAX_PAGES pages, throws.
+   */
+  async * pages (apiVersion: string, plural: string, options: ListOptions = {}): AsyncGenerator<Json[]> {
+    const path = resourcePath(apiVersion, plural, options.namespace)
+    let next: string | undefined
+    for (let pages = 0; pages === 0 || (next !== undefined && next !== ''); pages++) {
+      if (pages === MAX_PAGES) {
+        throw new KubeApiError(200, path, `GET ${path} still gave a continue token after ${MAX_PAGES.toLocaleString('en-US')} pages of ${PAGE_SIZE}: stopped; a list of more than ${(MAX_PAGES * PAGE_SIZE).toLocaleString('en-US')} objects is not planned (narrow it with -n or -l)`)
+      }
+      const page = await this.get<unknown>(path, { limit: String(PAGE_SIZE), continue: next, labelSelector: options.labelSelector })
+      const items = isObject(page) ? page.items ?? [] : undefined
+      const token = isObject(page) && isObject(page.metadata) ? page.metadata.continue : undefined
+      if (!isObject(page) || typeof page.kind !== 'string' || typeof page.apiVersion !== 'string' || !Array.isArray(items) || !items.every(isObject) || (token !== undefined && typeof token !== 'string')) {
+        throw new KubeApiError(200, path, `GET ${path} answered 200 with something other than a list: ${excerpt(JSON.stringify(page))}; is the kubeconfig's server an API server?`)
+      }
+      const kind = page.kind.replace(/List$/, '')
+      yield items.map((item) => ({ apiVersion: page.apiVersion, kind, ...item }))
+      next = token
+    }
   }
 
   /** The resources of an API version, by plural (discovery). */
   async resources (apiVersion: string): Promise<Map<string, ResourceInfo>> {
     let found = this.discovered.get(apiVersion)
     if (found === undefined) {
-      found = this.get<{ resources: Array<{ name: string, kind: string, namespaced: boolean }> }>(apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`)
-        .then(({ resources }) => new Map(resources.filter(({ name }) => !name.includes('/')).map(({ name, kind, namespaced }) => [name, { kind, namespaced }])))
+      const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`
+      found = this.get(path).then((list) => {
+        const resources: unknown = list.resources
+        if (!Array.isArray(resources) || !resources.every((resource) => isObject(resource) && typeof resource.name === 'string' && typeof resource.kind === 'string')) {
+          throw new KubeApiError(200, path, `GET ${path} answered 200 with something other than an API resource list: ${excerpt(JSON.stringify(list))}`)
+        }
+        return new Map((resources as Json[]).filter(({ name }) => !String(name).includes('/')).map(({ name, kind, namespaced }) => [String(name), { kind: String(kind), namespaced: namespaced === true }]))
+      })
       this.discovered.set(apiVersion, found)
     }
     return await found

@@ -53,13 +53,13 @@ export interface PlanOptions {
 }
 
 /** The objects a controller's rules select, listed once per rule (not per parent). */
-export async function readController (api: KubeApi, controller: Controller, scope: Scope): Promise<ControllerRead> {
+export async function readController (api: KubeApi, controller: Controller, scope: Scope, say: (message: string) => void = () => {}): Promise<ControllerRead> {
   const model = await readControllerObject(api, controller)
   if (model === undefined) return { controller, model, parents: [], children: [] }
   const inScope = (namespaced: boolean): string | undefined => namespaced ? scope.namespace : undefined
   const [parents, children] = await Promise.all([
-    Promise.all(model.parents.map(async (rule) => await api.list(rule.apiVersion, rule.resource, { namespace: inScope(rule.namespaced), labelSelector: scope.selector }))),
-    Promise.all(model.children.map(async (rule) => await api.list(rule.apiVersion, rule.resource, { namespace: inScope(rule.namespaced) })))
+    Promise.all(model.parents.map(async (rule) => await api.list(rule.apiVersion, rule.resource, { namespace: inScope(rule.namespaced), labelSelector: scope.selector, progress: (read) => { say(`reading ${rule.resource}: ${read}`) } }))),
+    Promise.all(model.children.map(async (rule) => await api.list(rule.apiVersion, rule.resource, { namespace: inScope(rule.namespaced), progress: (read) => { say(`reading ${rule.resource}: ${read}`) } })))
   ])
   return { controller, model, parents: parents.flat(), children: children.flat() }
 }
@@ -92,7 +92,7 @@ export async function planCluster (options: PlanOptions): Promise<ClusterPlan> {
   const errors: string[] = []
   const say = options.progress ?? (() => {})
   say('reading the controllers, their parents and children')
-  const reads = (await Promise.all(options.controllers.map(async (controller) => await readController(api, controller, scope).catch((error: Error) => {
+  const reads = (await Promise.all(options.controllers.map(async (controller) => await readController(api, controller, scope, say).catch((error: Error) => {
     errors.push(`${controller.name}: ${error.message}`)
     return undefined
   })))).filter((read): read is ControllerRead => read !== undefined)

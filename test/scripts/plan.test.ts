@@ -1,11 +1,13 @@
 import assert from 'node:assert/strict'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createServer as createHttpServer, type ServerResponse } from 'node:http'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { test } from 'node:test'
 import { stringify } from 'yaml'
 import { controllers } from '../../hooks/controllers.js'
+import { controllerObject } from '../../dev/api-server/metacontroller.js'
 import { runIn } from '../helpers/repository-copy.js'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -78,3 +80,64 @@ test('-o json: a plan that cannot start is JSON on stdout too, with its error, a
   assert.equal(`${report.errors[0]}\n`, run.stderr, 'the same line as on stderr')
   assert.match(report.errors[0], /kubeconfig/)
 })
+
+/**
+ * An API server, in this process, that serves a controller's object and discovery as a cluster does, and answers the
+ * list of its parents with `parents`; the kubeconfig that points the plan at it.
+ */
+async function misbehavingApiServer (t: import('node:test').TestContext, parents: (response: ServerResponse, page: number) => void): Promise<string> {
+  const podset = controllers.find((controller) => controller.name === 'podset')
+  assert.ok(podset !== undefined && podset.type === 'composite')
+  const json = (response: ServerResponse, body: unknown): void => { response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body)) }
+  const server = createHttpServer((request, response) => {
+    const url = new URL(request.url ?? '/', 'http://api')
+    if (url.pathname === '/apis/metacontroller.k8s.io/v1alpha1/compositecontrollers/podset') return json(response, controllerObject(podset))
+    if (url.pathname === `/apis/${podset.resource.apiVersion}`) return json(response, { resources: [{ name: podset.resource.plural, kind: podset.resource.kind, namespaced: true }] })
+    if (url.pathname === '/api/v1') return json(response, { resources: [{ name: 'pods', kind: 'Pod', namespaced: true }] })
+    if (url.pathname === '/api/v1/pods') return json(response, { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: [] })
+    if (url.pathname === `/apis/${podset.resource.apiVersion}/${podset.resource.plural}`) return parents(response, Number(url.searchParams.get('continue') ?? 0))
+    response.writeHead(404).end()
+  })
+  const port = await new Promise<number>((resolve) => { server.listen(0, '127.0.0.1', () => { resolve((server.address() as { port: number }).port) }) })
+  t.after(() => { server.close() })
+  const dir = mkdtempSync(join(tmpdir(), 'plan-cli-'))
+  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  const kubeconfig = join(dir, 'config')
+  writeFileSync(kubeconfig, stringify({
+    clusters: [{ name: 'c', cluster: { server: `http://127.0.0.1:${port}` } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    'current-context': 'x'
+  }))
+  return kubeconfig
+}
+
+const misbehaviours: Array<[string, (response: ServerResponse, page: number) => void, RegExp]> = [
+  ['a continue token that never ends', (response, page) => {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 'PodSetList', apiVersion: 'batch.tutorial.kubebuilder.io/v1', metadata: { continue: String(page + 1) }, items: [] }))
+  }, /^podset: GET \/apis\/batch\.tutorial\.kubebuilder\.io\/v1\/podsets still gave a continue token after 2,000 pages of 500: stopped; /],
+  ['a list of the wrong shape', (response) => {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ kind: 5, items: 'none' }))
+  }, /^podset: GET \/apis\/batch\.tutorial\.kubebuilder\.io\/v1\/podsets answered 200 with something other than a list: /],
+  ['garbage bytes', (response) => {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(Buffer.from([0x00, 0xff, 0x7b, 0x22, 0x0a, 0x9c]))
+  }, /^podset: GET \/apis\/batch\.tutorial\.kubebuilder\.io\/v1\/podsets answered 200 with a body that is not JSON: /]
+]
+
+for (const [what, parents, error] of misbehaviours) {
+  test(`an API server that answers the parents' list with ${what}: the plan ends, exit 2, with one line that says so`, { timeout: 120_000 }, async (t) => {
+    const kubeconfig = await misbehavingApiServer(t, parents)
+    const [text, json] = await Promise.all([
+      plan(['--kubeconfig', kubeconfig, '--controller', 'podset']),
+      plan(['--kubeconfig', kubeconfig, '--controller', 'podset', '-o', 'json'])
+    ])
+    assert.equal(json.status, 2, json.stderr)
+    const report = JSON.parse(json.stdout)
+    assert.equal(report.errors.length, 1, report.errors.join('\n'))
+    assert.match(report.errors[0], error)
+    assert.doesNotMatch(report.errors[0], /\n/, 'one line')
+    assert.equal(text.status, 2, text.stderr)
+    assert.equal(text.stderr, '')
+    assert.match(text.stdout, new RegExp(`\nerror: ${error.source.slice(1)}.*\n\nexit 2: the plan could not be made, or not whole\n$`))
+  })
+}
