@@ -149,5 +149,5 @@ export async function newController (args: string[], controllers: readonly Contr
   await generate(registered, root, io)
   await newFixture([name, 'first-sync'], registered, root, io)
   await newFixture([name, 'steady-state', '--after', 'first-sync'], registered, root, io)
-  io.stdout(`\n${kind} is served at /${name}/sync. After each edit, \`npm run check -- ${name}\` checks its types, manifests and fixtures in seconds; make it yours: docs/writing-a-controller.md.\n`)
+  io.stdout(`\n${kind} is served at /${name}/sync. After each edit, \`npm run check -- ${name}\` says what npm test would say of it; make it yours: docs/writing-a-controller.md.\n`)
 }

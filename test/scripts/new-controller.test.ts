@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { execFileSync } from 'node:child_process'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { test } from 'node:test'
@@ -34,9 +35,16 @@ test('a name that is taken, or that cannot name a controller, is refused with th
   }
 })
 
-test('a scaffolded resource given a name of a built-in resource is refused by the commands in one line naming its owner', async (t) => {
+test('the scaffold writes as many files as docs/writing-a-controller.md counts; a resource it scaffolded, given a name of a built-in resource, is refused by the commands in one line naming its owner', async (t) => {
   const copy = await repositoryCopy(t)
   await succeedIn(copy, 'npm', ['run', '-s', 'new-controller', '--', 'redis-cache'])
+  // The copy's files are staged: what the scaffold changed or added differs from the index.
+  const written = ['diff --name-only', 'ls-files --others --exclude-standard'].flatMap((command) => execFileSync('git', command.split(' '), { cwd: copy, encoding: 'utf8' }).split('\n')).filter((path) => path !== '')
+  const page = readFileSync(join(root, 'docs', 'writing-a-controller.md'), 'utf8')
+  assert.equal(Number(/The scaffold writes (\d+) files/.exec(page)?.[1]), written.length, written.join('\n'))
+  // Step 4 adds one case, and its answer.
+  const touched = /touched (\d+) files: 2 edited by hand \(`resource\.ts`, `sync\.ts`\), and\s+(\d+) written by the commands above/.exec(page)
+  assert.deepEqual([Number(touched?.[1]), Number(touched?.[2])], [written.length + 2, written.length], 'What you touched')
   const resource = join(copy, 'hooks', 'redis-cache', 'resource.ts')
   writeFileSync(resource, readFileSync(resource, 'utf8').replace("kind: 'RedisCache',", "kind: 'RedisCache',\n  shortNames: ['rc'],"))
   const line = 'RedisCache: short name "rc" is the short name of ReplicationController, a built-in Kubernetes resource, and kubectl would take one for the other: choose another\n'
