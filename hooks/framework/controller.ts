@@ -84,6 +84,12 @@ interface ControllerBase<R extends CustomResource, Given extends Partial<Io>, I 
    * found fit) belongs to the server that made it, not to a module. Without it, the hooks get the declared I/O itself.
    */
   connect?: (given: Given, settings: S) => I
+  /**
+   * The bytes its answer to `parent` may take, when a small request can ask for a far larger answer (a PodSet's pods):
+   * the server sets that much memory aside before it builds the answer, and lets lighter calls go first. Without it,
+   * an answer is taken to be about as large as its request.
+   */
+  answerBytes? (parent: ParentOf<R>): number
   resyncPeriodSeconds?: number
 }
 
@@ -194,6 +200,20 @@ export function ioFor (controller: Controller, available: Partial<Io>): object {
  * The context of one hook call: the parent (`parent`, or a decorator's `object`) read for the controller's resource.
  * Outside the server (the render tool), repairs are counted nowhere.
  */
+/**
+ * What building the answer to `parent` weighs, in bytes: what its controller says the answer may take, and at least
+ * the request's own `requestBytes`. A spec the hook cannot use is answered on the resource, from the request.
+ */
+export function answerWeight (controller: Controller, parent: ParentOf<any>, requestBytes: number): number {
+  if (controller.answerBytes === undefined) return requestBytes
+  try {
+    return Math.max(requestBytes, controller.answerBytes(parent))
+  } catch (error) {
+    if (error instanceof UnservableSpecError) return requestBytes
+    throw error
+  }
+}
+
 export function hookContext (controller: Controller, object: KubernetesObject, now: string, io: object, driftRepaired: (drift: Drift) => void = () => {}, arrivedAt = performance.now()): HookContext<any, any> {
   return { now, parent: readParent(controller.resource, object, controller.type === 'composite' ? 'parent' : 'object'), io, driftRepaired, arrivedAt }
 }

@@ -54,7 +54,7 @@ export function readParent<Spec extends TObject, StatusFields extends TPropertie
     generation: metadata.generation,
     labels: metadata.labels ?? {},
     deleting: metadata.deletionTimestamp !== undefined,
-    spec: () => resource.parseSpec(object.spec),
+    spec: once(() => resource.parseSpec(object.spec)),
     status: resource.observedStatus(object.status),
     conditions: observedConditions(object.status),
     object
@@ -125,4 +125,10 @@ export function parentStatus<Fields extends object> (
     ...(generation === undefined ? {} : { observedGeneration: generation }),
     conditions: [ready, ...conditions].map((input) => condition(input, parent.conditions, generation, now))
   }
+}
+
+/** `read`, run on the first call only: a parent's spec is read to weigh its call, then by its hook. */
+function once<T> (read: () => T): () => T {
+  let value: { read: T } | undefined
+  return () => (value ??= { read: read() }).read
 }

@@ -25,10 +25,15 @@ import { WEBHOOK_TIMEOUT_SECONDS } from '../framework/wire/webhook.js'
  *   comes first, gets 503 then (the server, not the client, took the time), so that every call is answered within
  *   that bound.
  * - Parsing: a body is parsed once it has arrived, and HOOKS_BODY_LIMIT of bodies at most are parsed and answered at
- *   once (any body alone), the first that fits in arrival order, as parsing costs many times a body's bytes. A body's
- *   memory and its share of parsing are given back once its answer is built.
- * - Waiting: a call still waiting, for memory or to be parsed, HOOKS_ADMISSION_TIMEOUT after its arrival is answered
- *   503 with Retry-After.
+ *   once (any body alone), the first that fits in arrival order, as parsing costs many times a body's bytes.
+ * - Answering: before its answer is built, a call sets aside the bytes its controller says the answer may take (a
+ *   small request can ask for a large answer), beyond those its body holds, up to HOOKS_BODY_LIMIT; the first that
+ *   fits in arrival order goes. The last ANSWER_RESERVE of the memory is kept for answers that add at most
+ *   SMALL_ANSWER_BYTES, so that large answers never hold up every small call; an answer that fits nowhere is built
+ *   anyway when no other answer is being built. A body's memory and its share of parsing are given back once its
+ *   answer is built.
+ * - Waiting: a call still waiting, for memory, to be parsed or to build its answer, HOOKS_ADMISSION_TIMEOUT after its
+ *   arrival is answered 503 with Retry-After.
  */
 
 /**
@@ -44,6 +49,13 @@ export const BODIES_HELD = 4
  */
 export const STALL_MS = 300
 export const PROGRESS_BYTES = 16 * 1024
+
+/**
+ * The share of the memory kept for answers that add at most SMALL_ANSWER_BYTES: at the default limit, 8 MiB, room
+ * for sixteen of them beside large answers that fill the rest.
+ */
+export const ANSWER_RESERVE = 1 / 8
+export const SMALL_ANSWER_BYTES = 512 * 1024
 
 /** How often `tick` is to be called while there are calls, to check deadlines. */
 export const TICK_MS = 100
@@ -69,10 +81,10 @@ export interface AdmissionBounds {
 
 /**
  * Where a call is: waiting for memory (to start reading, or for a chunk already received), its body arriving, arrived,
- * waiting to be parsed, being parsed and answered, its answer being taken, refused (holding nothing more, its refusal
- * to be answered), or ended.
+ * waiting to be parsed, being parsed, waiting for memory to build its answer, building it, its answer being taken,
+ * refused (holding nothing more, its refusal to be answered), or ended.
  */
-export type Phase = 'waiting' | 'reading' | 'arrived' | 'queued to parse' | 'parsing' | 'sending' | 'refused' | 'ended'
+export type Phase = 'waiting' | 'reading' | 'arrived' | 'queued to parse' | 'parsing' | 'queued to answer' | 'answering' | 'sending' | 'refused' | 'ended'
 
 /** What the scheduler decided about a call. */
 export type Effect<C extends Call = Call> =
@@ -80,6 +92,8 @@ export type Effect<C extends Call = Call> =
   | { call: C, action: 'read' }
   /** Its body may be parsed now. */
   | { call: C, action: 'parse' }
+  /** Its answer may be built now. */
+  | { call: C, action: 'answer' }
   /** Answer it with `error` (408, 503): it holds nothing more. */
   | { call: C, action: 'refuse', error: HookError }
   /** Its answer was not taken in time: close its connection. */
@@ -109,7 +123,10 @@ export class Call {
    * then its answer's bytes not taken yet.
    */
   charged = 0
-  /** Memory it waits for, in phase `waiting`: its Content-Length to start, or room for the chunk it received. */
+  /**
+   * Memory it waits for: in phase `waiting`, its Content-Length to start, or room for the chunk it received; in phase
+   * `queued to answer`, what its answer may take beyond what it holds.
+   */
   need = 0
   /** The bytes of the chunk it waits with (0: it waits to start). */
   pendingBytes = 0
@@ -118,6 +135,16 @@ export class Call {
 
   /** `announced`: the Content-Length, undefined for a chunked body. */
   constructor (readonly announced: number | undefined) {}
+}
+
+/** The phases of a call whose body is parsed (or being parsed) and its answer not yet built. */
+const PARSED: ReadonlySet<Phase> = new Set(['parsing', 'queued to answer', 'answering'])
+
+/** What a call in each phase that waits waits for, and why, as its 503 says. */
+const WAITS: Partial<Record<Phase, [string, string]>> = {
+  waiting: ['receive the request body', 'the bodies and answers of other calls hold it'],
+  'queued to parse': ['parse the request body', 'other bodies are being parsed'],
+  'queued to answer': ['build the answer its spec asks for', 'the bodies and answers of other calls hold it']
 }
 
 const seconds = (ms: number): string => `${ms / 1000} s`
@@ -130,6 +157,8 @@ export class BodyAdmission<C extends Call = Call> {
   held = 0
   /** Bytes of the bodies being parsed and answered. */
   parsing = 0
+  /** How many answers are being built. */
+  answering = 0
   /** The calls not ended, in the order they arrived. */
   readonly calls = new Set<C>()
 
@@ -180,8 +209,19 @@ export class BodyAdmission<C extends Call = Call> {
   }
 
   /**
-   * The call's answer is built and handed to its connection: its body and its share of parsing are given back, and
-   * its answer's `bytes` are charged until its client has taken them (`taken`).
+   * The call is parsed and asks to build an answer that may take `bytes`: at once (effect `answer`) when they fit,
+   * else in turn. It keeps its share of parsing, as its parsed body lives until its answer is built.
+   */
+  answer (call: C, bytes: number): Array<Effect<C>> {
+    if (call.phase !== 'parsing') return []
+    call.phase = 'queued to answer'
+    call.need = Math.max(0, Math.min(bytes, this.bounds.limit) - call.charged)
+    return this.settle([])
+  }
+
+  /**
+   * The call's answer is built and handed to its connection: its body, its share of parsing and the memory set aside
+   * for its answer are given back, and its answer's `bytes` are charged until its client has taken them (`taken`).
    */
   answered (call: C, bytes: number): Array<Effect<C>> {
     if (call.phase === 'ended' || call.phase === 'sending') return []
@@ -225,11 +265,10 @@ export class BodyAdmission<C extends Call = Call> {
         this.refuse(call, effects, this.outOfTime(call, now, arrivingBoundMs))
       } else if (call.phase === 'sending' && call.charged > 0 && overdue) {
         this.close(call, effects, `its client did not take its answer within HOOKS_BODY_TIMEOUT (${seconds(bodyTimeoutMs)})`)
-      } else if ((call.phase === 'waiting' || call.phase === 'queued to parse') && now - call.openedAt >= admissionTimeoutMs) {
-        const receive = call.phase === 'waiting'
-        this.refuse(call, effects, new HookError(503, `no memory to ${receive ? 'receive' : 'parse'} the request body within HOOKS_ADMISSION_TIMEOUT ` +
-          `(${seconds(admissionTimeoutMs)}) of its arrival: ${receive ? 'the bodies and answers of other calls hold it' : 'other bodies are being parsed'}; ` +
-          `retry in ${RETRY_AFTER_SECONDS} s (Metacontroller retries by itself)`))
+      } else if (WAITS[call.phase] !== undefined && now - call.openedAt >= admissionTimeoutMs) {
+        const [what, why] = WAITS[call.phase] ?? []
+        this.refuse(call, effects, new HookError(503, `no memory to ${what} within HOOKS_ADMISSION_TIMEOUT (${seconds(admissionTimeoutMs)}) ` +
+          `of its arrival: ${why}; retry in ${RETRY_AFTER_SECONDS} s (Metacontroller retries by itself)`))
       }
     }
     return this.settle(effects)
@@ -291,7 +330,8 @@ export class BodyAdmission<C extends Call = Call> {
 
   /** Gives back the call's memory and its share of parsing. */
   private release (call: C): void {
-    if (call.phase === 'parsing') this.parsing -= call.received
+    if (PARSED.has(call.phase)) this.parsing -= call.received
+    if (call.phase === 'answering') this.answering--
     this.charge(call, -call.charged)
     call.transfer = undefined
     call.need = call.pendingBytes = 0
@@ -310,19 +350,35 @@ export class BodyAdmission<C extends Call = Call> {
     effects.push({ call, action: 'close', reason })
   }
 
-  /** Lets waiting calls read, the smallest first, making room from late transfers; then starts the parses that fit, in arrival order. */
+  /**
+   * Lets waiting calls read, the smallest first, making room from late transfers; then starts the answers and the
+   * parses that fit, in arrival order.
+   */
   private settle (effects: Array<Effect<C>>): Array<Effect<C>> {
     for (let next = this.smallestWaiting(); next !== undefined; next = this.smallestWaiting()) {
       if (this.held + next.need > this.capacity && !this.makeRoom(next.need, effects)) break
       this.admit(next, effects)
     }
     for (const call of this.calls) {
-      if (call.phase !== 'queued to parse' || !(this.parsing === 0 || this.parsing + call.received <= this.bounds.limit)) continue
-      call.phase = 'parsing'
-      this.parsing += call.received
-      effects.push({ call, action: 'parse' })
+      if (call.phase === 'queued to answer' && this.answerFits(call.need)) {
+        this.charge(call, call.need)
+        call.need = 0
+        call.phase = 'answering'
+        this.answering++
+        effects.push({ call, action: 'answer' })
+      } else if (call.phase === 'queued to parse' && (this.parsing === 0 || this.parsing + call.received <= this.bounds.limit)) {
+        call.phase = 'parsing'
+        this.parsing += call.received
+        effects.push({ call, action: 'parse' })
+      }
     }
     return effects
+  }
+
+  /** Whether an answer adding `need` may be built: see ANSWER_RESERVE. */
+  private answerFits (need: number): boolean {
+    const room = need <= SMALL_ANSWER_BYTES ? this.capacity : this.capacity * (1 - ANSWER_RESERVE)
+    return this.held + need <= room || this.answering === 0
   }
 
   private smallestWaiting (): C | undefined {

@@ -3,6 +3,7 @@ import { errorCodes, type FastifyInstance, type FastifyReply, type FastifyReques
 import { HookError } from '../framework/errors.js'
 import { BodyAdmission, Call, RETRY_AFTER_SECONDS, TICK_MS, type AdmissionBounds, type Effect, type SchedulerClock } from './body-admission.js'
 import { ClientGone, isJson, receiveBody, type BodyGate } from './body-reading.js'
+import { CpuTurns } from './cpu-turns.js'
 import type { RequestDigest } from './etag.js'
 import { bodyTooLarge, parseBody, scannedFirst, type BodyLimits, type ReceivedBody, type UnreadFields } from './request-body.js'
 
@@ -12,12 +13,16 @@ import { bodyTooLarge, parseBody, scannedFirst, type BodyLimits, type ReceivedBo
  * the client takes is counted), answers the scheduler's refusals, closes what it says to close, and calls its `tick`.
  */
 
+interface Turn { resolve: () => void, reject: (error: Error) => void }
+
 /** A request's call, with what carries out the scheduler's decisions about it. */
 class HookCall extends Call {
   /** The body's reader, while it reads or waits to. */
   reader: { go: () => void, stop: (error: Error) => void } | undefined
   /** The wait for a turn to parse. */
-  parseTurn: { resolve: () => void, reject: (error: Error) => void } | undefined
+  parseTurn: Turn | undefined
+  /** The wait for memory to build its answer. */
+  answerTurn: Turn | undefined
   /** Its body did not arrive whole: its connection closes after the answer. */
   cutShort = false
 
@@ -88,6 +93,14 @@ export interface CallAdmission {
   readBody: (digest: (() => RequestDigest) | undefined, unread: UnreadFields | undefined) => (request: FastifyRequest, reply: FastifyReply, payload: Readable) => Promise<void>
   /** The `preParsing` hook that waits for the body's turn to be parsed. */
   awaitParseTurn: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+  /**
+   * Waits, in a parsed call, until its answer, which may take `bytes`, may be built, and for its turn of the CPU to
+   * build it: false when its client has gone meanwhile (nobody is left to answer). Rejects with the 503 of a call
+   * that waited too long.
+   */
+  awaitAnswerTurn: (request: FastifyRequest, reply: FastifyReply, bytes: number) => Promise<boolean>
+  /** The turn of the CPU of a step that works on `bytes`: undefined when it may run now. */
+  cpuTurn: (bytes: number) => Promise<void> | undefined
 }
 
 /**
@@ -99,6 +112,7 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
   const { limits, clientGone, answerDropped, refusalClosed } = options
   const clock = options.clock ?? processClock
   const scheduler = new BodyAdmission<HookCall>(options.bounds, clock)
+  const cpu = new CpuTurns(clock.now)
   let stopTicking: (() => void) | undefined
 
   const carryOut = (effects: Array<Effect<HookCall>>): void => {
@@ -106,13 +120,19 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
       const { call } = effect
       switch (effect.action) {
         case 'read': call.reader?.go(); break
-        // The parse waits for what the connections have brought meanwhile: parses handed on from one answer to the
-        // next would otherwise run back to back, and no body or new call would be read until the last.
-        case 'parse': setImmediate(() => { call.parseTurn?.resolve() }); break
-        case 'refuse':
-          if (call.parseTurn !== undefined) call.parseTurn.reject(effect.error)
+        case 'parse': {
+          const turn = cpu.turn(call.received)
+          if (turn === undefined) call.parseTurn?.resolve()
+          else void turn.then(() => { call.parseTurn?.resolve() })
+          break
+        }
+        case 'answer': call.answerTurn?.resolve(); break
+        case 'refuse': {
+          const turn = call.answerTurn ?? call.parseTurn
+          if (turn !== undefined) turn.reject(effect.error)
           else call.reader?.stop(effect.error)
           break
+        }
         case 'close':
           answerDropped(call.request, call.reply, effect.reason)
           call.reply.raw.destroy()
@@ -183,6 +203,7 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
       request.admission = call
       reply.raw.once('close', () => {
         call.parseTurn?.reject(new ClientGone('while it waited for memory to parse its body'))
+        call.answerTurn?.reject(new ClientGone('while it waited for memory to build its answer'))
         carryOut(scheduler.end(call))
       })
       const gate: BodyGate = {
@@ -227,7 +248,31 @@ export function callAdmission (fastify: FastifyInstance, options: CallAdmissionO
       } finally {
         call.parseTurn = undefined
       }
-    }
+    },
+
+    awaitAnswerTurn: async (request, reply, bytes) => {
+      const call = request.admission
+      if (call === null) return true
+      try {
+        await new Promise<void>((resolve, reject) => {
+          call.answerTurn = { resolve, reject }
+          carryOut(scheduler.answer(call, bytes))
+        })
+      } catch (error) {
+        if (!(error instanceof ClientGone)) {
+          refusing(reply, error)
+          throw error
+        }
+        clientGone(request, reply, error)
+        return false
+      } finally {
+        call.answerTurn = undefined
+      }
+      await cpu.turn(bytes)
+      return true
+    },
+
+    cpuTurn: (bytes) => cpu.turn(bytes)
   }
 }
 

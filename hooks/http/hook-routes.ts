@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { BearerTokenSource } from './bearer-token.js'
-import { definedHooks, hookContext, ioFor, readFieldsOf, servedHooks, type Controller, type Drift, type HookContext, type HookName, type Io } from '../framework/controller.js'
+import { answerWeight, definedHooks, hookContext, ioFor, readFieldsOf, servedHooks, type Controller, type Drift, type HookContext, type HookName, type Io } from '../framework/controller.js'
 import { answersFromRequestAlone, requestDigest } from './etag.js'
 import type { Metrics } from './metrics.js'
 import { bodyLimits, unreadFields } from './request-body.js'
@@ -39,7 +39,7 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
   const limits = bodyLimits(options.bodyLimit)
   const authenticate = bearerAuth(fastify, options.bearerTokens)
   const telemetry = hookTelemetry(fastify, options.metrics)
-  const { readBody, awaitParseTurn } = callAdmission(fastify, {
+  const { readBody, awaitParseTurn, awaitAnswerTurn, cpuTurn } = callAdmission(fastify, {
     bounds: { limit: options.bodyLimit, bodyTimeoutMs: options.bodyTimeoutMs, admissionTimeoutMs: options.admissionTimeoutMs },
     limits,
     clientGone: telemetry.clientGone,
@@ -48,7 +48,10 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     clock: options.admissionClock
   })
 
-  /** Reads the parent, runs the hook, and keeps what the log line and the metric need; an answer carries its ETag. */
+  /**
+   * Reads the parent, runs the hook once its answer may be built, and keeps what the log line and the metric need; an
+   * answer carries its ETag, and is sent in its turn of the CPU.
+   */
   const call = async <Response extends HookResponse>(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -56,20 +59,24 @@ export const hookRoutes: FastifyPluginAsyncTypebox<HookRoutesOptions> = async (f
     io: object,
     parent: KubernetesObject,
     run: (context: HookContext<any, any>, inFull: (() => any) | undefined) => Response | Promise<Response>
-  ): Promise<Response> => {
+  ): Promise<Response | FastifyReply> => {
     const summary: CallSummary = { parent }
     request.hookCall = summary
     const driftRepaired = (drift: Drift): void => { options.metrics.driftRepairs.inc({ controller: controller.name, drift }) }
     const arrivedAt = performance.now() - reply.elapsedTime
+    const context = hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired, arrivedAt)
+    const weight = answerWeight(controller, context.parent, request.admission?.received ?? 0)
     let response: Response
     try {
-      response = await run(hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired, arrivedAt), request.inFull ?? undefined)
+      if (!await awaitAnswerTurn(request, reply, weight)) return reply
+      response = await run(context, request.inFull ?? undefined)
     } finally {
       // The body's chunks go with it: admission takes their memory as given back once the answer is built.
       request.inFull = null
     }
     summary.response = response
     if (request.etag !== null) reply.header('etag', request.etag)
+    await cpuTurn(weight)
     return response
   }
 

@@ -1,6 +1,6 @@
 import type { CompositeController } from '../framework/index.js'
 import { podSetResource } from './resource.js'
-import { syncPodSet } from './sync.js'
+import { podSetAnswerBytes, syncPodSet } from './sync.js'
 
 /** PodSet: `replicas` identical pods named by ordinal, as the kubebuilder tutorial's operator kept them. */
 export const podSet: CompositeController<typeof podSetResource> = {
@@ -14,5 +14,6 @@ export const podSet: CompositeController<typeof podSetResource> = {
     // The hook reads a pod's name, deletionTimestamp and phase: its spec is left out of the requests it gets.
     { apiVersion: 'v1', kind: 'Pod', resource: 'pods', updateStrategy: 'Recreate', observedFields: ['status'] }
   ],
-  hooks: { sync: syncPodSet }
+  hooks: { sync: syncPodSet },
+  answerBytes: podSetAnswerBytes
 }

@@ -1,5 +1,5 @@
 import type { Pod } from 'kubernetes-types/core/v1.js'
-import { observedByName, parentStatus, recommendedLabels, type CompositeRequest, type CompositeResponse, type HookContext, type KubernetesObject, type Readiness } from '../framework/index.js'
+import { observedByName, parentStatus, recommendedLabels, type CompositeRequest, type CompositeResponse, type HookContext, type KubernetesObject, type ParentOf, type Readiness } from '../framework/index.js'
 import type { podSetResource, PodSetSpec, PodSetStatus } from './resource.js'
 
 /** The pure core of PodSet: the desired pods of a parent and the status they give it. */
@@ -34,6 +34,14 @@ export function desiredPod (parent: { name: string, namespace?: string | undefin
 function missingPods (names: string[]): string {
   const listed = names.slice(0, LISTED_MISSING_PODS).join(', ')
   return names.length > LISTED_MISSING_PODS ? `${listed} and ${names.length - LISTED_MISSING_PODS} more` : listed
+}
+
+/** What a PodSet's answer may take: its pods, each as large as the last (the longest name), and their names in its status. */
+export function podSetAnswerBytes (parent: ParentOf<typeof podSetResource>): number {
+  const spec = parent.spec()
+  if (spec.replicas === 0) return 0
+  const last = desiredPod(parent, spec, spec.replicas - 1)
+  return spec.replicas * (JSON.stringify(last).length + last.metadata.name.length + 3)
 }
 
 export function syncPodSet (request: CompositeRequest, { parent, now }: HookContext<typeof podSetResource>): CompositeResponse {

@@ -48,6 +48,7 @@ function harness (bounds: AdmissionBounds = BOUNDS) {
     receive: (call: Named, bytes: number) => { record(scheduler.received(call, bytes)) },
     arrive: (call: Named) => { record(scheduler.arrived(call)) },
     parse: (call: Named) => { record(scheduler.parse(call)) },
+    build: (call: Named, bytes: number) => { record(scheduler.answer(call, bytes)) },
     answer: (call: Named, bytes: number) => { record(scheduler.answered(call, bytes)) },
     take: (call: Named, bytes: number) => { record(scheduler.taken(call, bytes)) },
     end: (call: Named) => { record(scheduler.end(call)) },
@@ -311,17 +312,54 @@ test('answers are charged once built and given back as taken; one not taken with
   assert.equal(waiting.phase, 'reading')
 })
 
+test('an answer sets aside what its controller says it may take before it is built; large ones leave the last eighth to small ones', () => {
+  const { clock, decisions, errors, parsed, build, answer, scheduler } = harness()
+  const large = Array.from({ length: 8 }, (_, index) => parsed(`large${index}`, 1000))
+  decisions()
+  for (const call of large) build(call, LIMIT)
+  assert.deepEqual(decisions(), ['large0 answer', 'large1 answer', 'large2 answer'], 'each sets aside a body limit; 3.5 of 4 are for large answers')
+  assert.equal(scheduler.held, 3 * LIMIT + 5 * 1000)
+  const small = parsed('small', 1000)
+  build(small, 512 * 1024)
+  assert.deepEqual(decisions(), ['small read', 'small parse', 'small answer'], 'an answer adding at most 512 KiB takes the reserve')
+  answer(small, 100)
+  answer(large[0] as Named, LIMIT)
+  assert.deepEqual(decisions(), [], 'an answer built holds its bytes until taken')
+  answer(large[1] as Named, 100)
+  assert.deepEqual(decisions(), ['large3 answer'])
+  clock.advance(BOUNDS.admissionTimeoutMs)
+  assert.deepEqual(decisions().filter((line) => !line.endsWith('close')), ['large4 answer', 'large5 refuse 503', 'large6 refuse 503', 'large7 refuse 503'],
+    'the answers not taken within HOOKS_BODY_TIMEOUT are closed, which makes room for one more')
+  assert.equal(errors.get('large5'), 'no memory to build the answer its spec asks for within HOOKS_ADMISSION_TIMEOUT (6 s) of its arrival: ' +
+    'the bodies and answers of other calls hold it; retry in 1 s (Metacontroller retries by itself)')
+})
+
+test('an answer that fits nowhere is built when no other answer is being built: bodies never hold every answer up', () => {
+  const { decisions, open, parsed, build, answer } = harness()
+  const bodies = Array.from({ length: BODIES_HELD - 1 }, (_, index) => open(`body${index}`, LIMIT))
+  const call = parsed('call', 1000)
+  const next = parsed('next', 1000)
+  decisions()
+  build(call, LIMIT)
+  assert.deepEqual(decisions(), ['call answer'])
+  build(next, LIMIT)
+  assert.deepEqual(decisions(), [], 'a second waits for the first')
+  answer(call, 100)
+  assert.deepEqual(decisions(), ['next answer'])
+  assert.equal(bodies.length, BODIES_HELD - 1)
+})
+
 /** A step of a random interleaving: an event of one of the calls, or time passing. */
 type Step =
   | { kind: 'open', call: number, announced: number | undefined }
-  | { kind: 'receive' | 'answer' | 'take', call: number, bytes: number }
+  | { kind: 'receive' | 'build' | 'answer' | 'take', call: number, bytes: number }
   | { kind: 'arrive' | 'parse' | 'end', call: number }
   | { kind: 'advance', ms: number, busy: boolean }
 
 const CALLS = 6
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('open' as const), call: fc.nat(CALLS - 1), announced: fc.option(fc.integer({ min: 0, max: LIMIT }), { nil: undefined }) }),
-  fc.record({ kind: fc.constantFrom('receive' as const, 'answer' as const, 'take' as const), call: fc.nat(CALLS - 1), bytes: fc.integer({ min: 0, max: LIMIT }) }),
+  fc.record({ kind: fc.constantFrom('receive' as const, 'build' as const, 'answer' as const, 'take' as const), call: fc.nat(CALLS - 1), bytes: fc.integer({ min: 0, max: 2 * LIMIT }) }),
   fc.record({ kind: fc.constantFrom('arrive' as const, 'parse' as const, 'end' as const), call: fc.nat(CALLS - 1) }),
   fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 1, max: 1500 }), busy: fc.boolean() })
 )
@@ -335,7 +373,7 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
     const since = new Map<Named, { phase: Phase, at: number }>()
     const check = (effects: Array<Effect<Named>>): void => {
       for (const effect of effects) {
-        const expected = { read: 'reading', parse: 'parsing', refuse: 'refused', close: 'ended' }[effect.action]
+        const expected = { read: 'reading', parse: 'parsing', answer: 'answering', refuse: 'refused', close: 'ended' }[effect.action]
         assert.equal(effect.call.phase, expected, `${effect.call.name} ${effect.action}`)
         if (effect.action === 'refuse' && effect.error.statusCode === 503) {
           assert.ok(clock.time - effect.call.openedAt >= BOUNDS.admissionTimeoutMs, 'a 503 comes no sooner than HOOKS_ADMISSION_TIMEOUT')
@@ -345,8 +383,11 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
       assert.equal(scheduler.held, live.reduce((sum, call) => sum + call.charged, 0), 'held is what the calls hold')
       assert.ok(live.every((call) => call.charged >= 0 && (call.phase !== 'refused' || call.charged === 0)))
       const bodies = live.filter((call) => call.phase !== 'sending').reduce((sum, call) => sum + call.charged, 0)
-      assert.ok(bodies <= scheduler.capacity, `bodies hold ${bodies} of ${scheduler.capacity}`)
-      const parsing = live.filter((call) => call.phase === 'parsing')
+      // One answer is built even when it does not fit, if no other is being built.
+      const building = live.filter((call) => call.phase === 'answering')
+      assert.ok(bodies <= scheduler.capacity || (building.length === 1 && bodies <= scheduler.capacity + LIMIT), `bodies hold ${bodies} of ${scheduler.capacity}`)
+      assert.equal(scheduler.answering, building.length)
+      const parsing = live.filter((call) => ['parsing', 'queued to answer', 'answering'].includes(call.phase))
       assert.equal(scheduler.parsing, parsing.reduce((sum, call) => sum + call.received, 0))
       assert.ok(parsing.length <= 1 || scheduler.parsing <= LIMIT, 'a body limit\'s worth is parsed at once, or one body')
       for (const call of live) {
@@ -357,7 +398,7 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
         // added back whole, within its call's bound on arriving.
         if (call.phase === 'sending' && call.charged > 0) assert.ok(clock.time - at < 2 * BOUNDS.bodyTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - at} ms`)
         if (call.phase === 'reading') assert.ok(clock.time - call.openedAt < BOUNDS.admissionTimeoutMs + BOUNDS.bodyTimeoutMs + TICK_MS + 1500, `${call.name} reading ${clock.time - call.openedAt} ms after its arrival`)
-        if (call.phase === 'waiting' || call.phase === 'queued to parse') assert.ok(clock.time - call.openedAt < BOUNDS.admissionTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - call.openedAt} ms`)
+        if (call.phase === 'waiting' || call.phase === 'queued to parse' || call.phase === 'queued to answer') assert.ok(clock.time - call.openedAt < BOUNDS.admissionTimeoutMs + TICK_MS + 1500, `${call.name} ${call.phase} for ${clock.time - call.openedAt} ms`)
       }
     }
     clock.clock.every(TICK_MS, () => { check(scheduler.tick()) })
@@ -380,18 +421,20 @@ test('over any interleaving of events and time: memory and parsing stay bounded,
       if (next.kind === 'arrive' && call.announced !== undefined && call.received !== call.announced) continue
       const effects = next.kind === 'receive'
         ? scheduler.received(call, next.bytes)
-        : next.kind === 'answer'
-          ? scheduler.answered(call, next.bytes)
-          : next.kind === 'take'
-            ? scheduler.taken(call, next.bytes)
-            : next.kind === 'arrive' ? scheduler.arrived(call) : next.kind === 'parse' ? scheduler.parse(call) : scheduler.end(call)
+        : next.kind === 'build'
+          ? scheduler.answer(call, next.bytes)
+          : next.kind === 'answer'
+            ? scheduler.answered(call, next.bytes)
+            : next.kind === 'take'
+              ? scheduler.taken(call, next.bytes)
+              : next.kind === 'arrive' ? scheduler.arrived(call) : next.kind === 'parse' ? scheduler.parse(call) : scheduler.end(call)
       check(effects)
     }
-    // Left alone, every call ends up answered (its answer taken), refused or closed, but for those being parsed and
-    // those not yet asked to be.
+    // Left alone, every call ends up answered (its answer taken), refused or closed, but for those being parsed or
+    // answered and those not yet asked to be.
     clock.advance(2 * BOUNDS.bodyTimeoutMs + BOUNDS.admissionTimeoutMs + 1000)
     for (const call of scheduler.calls) {
-      assert.ok(['arrived', 'parsing', 'refused'].includes(call.phase) || (call.phase === 'sending' && call.charged === 0), `${call.name} still ${call.phase}`)
+      assert.ok(['arrived', 'parsing', 'answering', 'refused'].includes(call.phase) || (call.phase === 'sending' && call.charged === 0), `${call.name} still ${call.phase}`)
     }
   }), {
     numRuns: 2000,
