@@ -16,9 +16,9 @@ function record (...args: string[]): { status: number | null, stdout: string, st
 test('--help prints the usage and starts nothing; an unknown flag or a bad count is refused in one line', () => {
   const help = record('--help')
   assert.equal(help.status, 0, help.stderr)
-  assert.match(help.stdout, /^Usage: npm run bench:record -- \[--objects <n>\] \[--delete <n>\] \[--out <file>\] \[--metacontroller-version <v>\]\n/)
+  assert.match(help.stdout, /^usage: npm run bench:record -- \[--objects <n>\] \[--delete <n>\] \[--out <file>\] \[--metacontroller-version <v>\]\n/)
   assert.equal(help.stderr, '')
-  assert.deepEqual(record('--bogus'), { status: 1, stdout: '', stderr: "Unknown option '--bogus'; the flags are --objects, --delete, --out, --metacontroller-version and --help\n" })
+  assert.deepEqual(record('--bogus'), { status: 2, stdout: '', stderr: 'unknown flag --bogus: it knows --objects <value>, --delete <value>, --out <value>, --metacontroller-version <value>, --help/-h\n' })
   assert.deepEqual(record('--objects', '10', '--delete', '11'), { status: 1, stdout: '', stderr: '--delete 11: at most the 10 objects applied\n' })
   assert.deepEqual(record('--objects', 'many'), { status: 1, stdout: '', stderr: '--objects many: give a whole number of objects, 1 or more\n' })
 })
