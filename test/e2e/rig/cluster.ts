@@ -38,6 +38,12 @@ export interface ClusterOptions {
   dataParent?: string
   /** Extra Metacontroller flags, appended last (so they override the defaults), e.g. ['--cache-flush-interval=10s']. */
   metacontrollerArgs?: string[]
+  /**
+   * A hosts file that Metacontroller resolves names with instead of /etc/hosts (bind-mounted over it in a mount
+   * namespace of its own), as a cluster's DNS resolves a Service's name for it: the node tier writes the hook
+   * Service's ClusterIP there. Rewritten in place, it is read again within seconds.
+   */
+  metacontrollerHostsFile?: string
   /** Extra kube-apiserver flags, appended last. */
   apiserverArgs?: string[]
   /** Extra kube-controller-manager flags, appended last. */
@@ -206,7 +212,12 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
     writeFileSync(fd, `# ${new Date().toISOString()} ${bin(component)} ${args.join(' ')}\n`)
     const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env }
     if (env.KUBECONFIG === undefined) delete childEnv.KUBECONFIG
-    const child = spawn(bin(component), args, { stdio: ['ignore', fd, fd], env: childEnv, cwd: dataDir })
+    const hosts = component === 'metacontroller' ? options.metacontrollerHostsFile : undefined
+    // unshare and sh exec into Metacontroller: the pid and the signals stay its own.
+    const [command, commandArgs] = hosts === undefined
+      ? [bin(component), args]
+      : ['unshare', ['--mount', '--propagation', 'private', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', resolve(hosts), bin(component), ...args]]
+    const child = spawn(command, commandArgs, { stdio: ['ignore', fd, fd], env: childEnv, cwd: dataDir })
     closeSync(fd)
     const p: Proc = { component, child, logFile: file, exited: undefined, stopping: false }
     child.on('exit', (code, signal) => {
