@@ -167,6 +167,12 @@ export async function syncErrors (env: NodeEnvironment, namespace: string): Prom
   return events.items.filter((event) => event.reason === 'SyncError').map((event) => `${event.count ?? 1} × ${event.message}`)
 }
 
+/** Metacontroller's log lines about a failed call to the hooks: those that name the Service's address. */
+export function failedHookCalls (env: NodeEnvironment): string[] {
+  return readFileSync(env.cluster.logFile('metacontroller'), 'utf8').split('\n')
+    .filter((line) => /"level":"error"/.test(line) && line.includes(`${DEPLOYMENT}.${NAMESPACE}`))
+}
+
 /** The pod's Ready condition. */
 export function podReady (pod: Pod): boolean {
   return pod.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true
