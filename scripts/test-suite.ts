@@ -35,7 +35,7 @@ const SUITES: Record<string, Suite> = {
   },
   node: {
     about: 'the image\'s pods on a real node (containerd, runc, kubelet, kube-scheduler, kube-proxy) beside the control plane, as root',
-    build: ['scripts/build-image.sh', 'scripts/build-e2e-binaries.sh'],
+    build: ['scripts/install-node-packages.sh', 'scripts/build-image.sh', 'scripts/build-e2e-binaries.sh'],
     // Each file starts a node of its own, on the same pod network: one at a time.
     flags: ['--test-concurrency=1'],
     files: () => testsIn('test/e2e/node')
