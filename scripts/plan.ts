@@ -3,8 +3,9 @@ import { commandArguments } from '../dev/command.js'
 import { ConfigError, loadConfig } from '../hooks/runtime/config.js'
 import { apiServer, KubeconfigError } from '../dev/plan/kubeconfig.js'
 import { KubeApi } from '../dev/plan/kube-api.js'
-import { planCluster } from '../dev/plan/plan-cluster.js'
-import { EXIT_MEANINGS, jsonReport, textReport } from '../dev/plan/report.js'
+import { once } from 'node:events'
+import { planCluster, planHeading } from '../dev/plan/plan-cluster.js'
+import { EXIT_MEANINGS, JsonReport, TextReport } from '../dev/plan/report.js'
 
 /**
  * npm run -s plan -- [--kubeconfig <file>] [--context <name>] [--controller <name>]... [-n <namespace>]
@@ -67,11 +68,24 @@ try {
 const terminal = process.stderr.isTTY
 const progress = terminal ? (message: string) => { process.stderr.write(`\r\x1b[K${message}`) } : undefined
 const api = new KubeApi(server)
+/** Writes to stdout, and waits while what it holds has not drained. */
+async function write (text: string): Promise<void> {
+  if (!process.stdout.write(text)) await once(process.stdout, 'drain')
+}
 try {
-  const plan = await planCluster({ api, controllers: chosen, scope: { namespace: options.namespace, selector: options.selector }, config, now: new Date(), progress })
-  if (terminal) process.stderr.write('\r\x1b[K')
-  process.stdout.write(options.output === 'json' ? jsonReport(plan) : textReport(plan))
-  process.exitCode = plan.exitCode
+  const scope = { namespace: options.namespace, selector: options.selector }
+  const now = new Date()
+  const heading = planHeading(api, scope, now)
+  const report = json ? new JsonReport(heading, write) : new TextReport(heading, write)
+  const code = await planCluster({ api, controllers: chosen, scope, config, now, progress }, {
+    parent: async (controller, plan) => { await report.parent(controller, plan) },
+    controller: async (totals) => { await report.controller(totals) },
+    end: async (controllers, errors, exitCode) => {
+      if (terminal) process.stderr.write('\r\x1b[K')
+      await report.end(controllers, errors, exitCode)
+    }
+  })
+  process.exitCode = code
 } catch (error) {
   if (terminal) process.stderr.write('\r\x1b[K')
   fail(`the plan failed: ${(error as Error).stack ?? String(error)}`)

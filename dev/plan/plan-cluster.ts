@@ -5,11 +5,13 @@ import { kubernetesTime } from '../../hooks/framework/wire/conditions.js'
 import { postgresWriter } from '../../hooks/postgres-writer/index.js'
 import { postgresWriterSettings } from '../../hooks/postgres-writer/settings.js'
 import type { Config } from '../../hooks/runtime/config.js'
-import { planController, skippedPlan, total, type ControllerPlan, type ControllerRead } from './controller-plan.js'
-import { readControllerObject } from './controller-objects.js'
+import { planController, total, type ControllerPlan, type ControllerRead, type ControllerTotals } from './controller-plan.js'
+import { ChildSpool } from './child-spool.js'
+import { controllerKind, readControllerObject } from './controller-objects.js'
 import { hookRunner } from './hook-runner.js'
-import type { KubeApi } from './kube-api.js'
-import { forecastingWriter, readRowSnapshot, RowForecast } from './postgres-writer.js'
+import type { Json, KubeApi } from './kube-api.js'
+import type { ParentPlan } from './parent-plan.js'
+import { emptySnapshot, forecastingWriter, readRowSnapshot, RowForecast } from './postgres-writer.js'
 
 /**
  * The plan of every controller of this checkout's registry against a cluster: what it reads (get and list only),
@@ -52,19 +54,43 @@ export interface PlanOptions {
   progress?: (message: string) => void
 }
 
-/** The objects a controller's rules select, listed once per rule (not per parent). */
-export async function readController (api: KubeApi, controller: Controller, scope: Scope, say: (message: string) => void = () => {}): Promise<ControllerRead> {
-  const model = await readControllerObject(api, controller)
-  if (model === undefined) return { controller, model, parents: [], children: [] }
-  const inScope = (namespaced: boolean): string | undefined => namespaced ? scope.namespace : undefined
-  const [parents, children] = await Promise.all([
-    Promise.all(model.parents.map(async (rule) => await api.list(rule.apiVersion, rule.resource, { namespace: inScope(rule.namespaced), labelSelector: scope.selector, progress: (read) => { say(`reading ${rule.resource}: ${read}`) } }))),
-    Promise.all(model.children.map(async (rule) => await api.list(rule.apiVersion, rule.resource, { namespace: inScope(rule.namespaced), progress: (read) => { say(`reading ${rule.resource}: ${read}`) } })))
-  ])
-  return { controller, model, parents: parents.flat(), children: children.flat() }
+/** The namespace the plan lists a resource in: the scope's, for a namespaced resource; all otherwise. */
+function namespaceOf (namespaced: boolean, scope: Scope): string | undefined {
+  return namespaced ? scope.namespace : undefined
 }
 
-export function exitCode (plans: readonly ControllerPlan[], errors: readonly string[]): ExitCode {
+/**
+ * What a controller's rules select, read as Metacontroller's informers read it: the objects of its child kinds into a
+ * spool (a file), and its parents a page at a time as the plan asks for them. The caller closes the spool.
+ */
+export async function readController (api: KubeApi, controller: Controller, scope: Scope, say: (message: string) => void = () => {}): Promise<ControllerRead> {
+  const model = await readControllerObject(api, controller)
+  const children = new ChildSpool()
+  try {
+    for (const rule of model?.children ?? []) {
+      let read = 0
+      for await (const page of api.pages(rule.apiVersion, rule.resource, { namespace: namespaceOf(rule.namespaced, scope) })) {
+        for (const object of page) children.add(object)
+        say(`reading ${rule.resource}: ${read += page.length}`)
+      }
+    }
+  } catch (error) {
+    children.close()
+    throw error
+  }
+  async function * pages (): AsyncGenerator<Json[]> {
+    for (const rule of model?.parents ?? []) {
+      let read = 0
+      for await (const parents of api.pages(rule.apiVersion, rule.resource, { namespace: namespaceOf(rule.namespaced, scope), labelSelector: scope.selector })) {
+        say(`reading ${rule.resource}: ${read += parents.length}`)
+        yield parents
+      }
+    }
+  }
+  return { controller, model, pages: pages(), children }
+}
+
+export function exitCode (plans: ReadonlyArray<Pick<ControllerPlan, 'summary'>>, errors: readonly string[]): ExitCode {
   if (errors.length > 0) return 2
   const sum = total(plans)
   if (sum.refused > 0) return 3
@@ -84,68 +110,92 @@ export function readOnlyPool (database: DatabaseConfig): pg.Pool {
   })
 }
 
-export async function planCluster (options: PlanOptions): Promise<ClusterPlan> {
+/** Where the plan goes as it is made: each parent's plan, each controller's totals once its parents are done, and the end. */
+export interface PlanReport {
+  parent: (controller: ControllerName, plan: ParentPlan) => Promise<void>
+  controller: (totals: ControllerTotals) => Promise<void>
+  end: (controllers: readonly ControllerTotals[], errors: readonly string[], exitCode: ExitCode) => Promise<void>
+}
+
+/** A controller as the report names it. */
+export type ControllerName = Pick<ControllerTotals, 'controller' | 'kind'>
+
+/** What the report says before any parent: where, when and what the plan reads. */
+export type PlanHeading = Pick<ClusterPlan, 'planned' | 'server' | 'context' | 'scope'>
+
+export function planHeading (api: KubeApi, scope: Scope, now: Date): PlanHeading {
+  return { planned: kubernetesTime(now), server: api.server.server, context: api.server.context, scope }
+}
+
+/**
+ * Plans each controller in turn, a page of parents at a time, handing each parent's plan to `report` as it is made;
+ * what it keeps is each controller's totals and the errors. PostgresWriter's rows are read for each page of its
+ * parents, before the page is planned.
+ */
+export async function planCluster (options: PlanOptions, report: PlanReport): Promise<ExitCode> {
   const { api, scope } = options
   const { database } = options.config
   const settings = postgresWriterSettings.read(options.config.settings)
   const now = kubernetesTime(options.now)
   const errors: string[] = []
   const say = options.progress ?? (() => {})
-  say('reading the controllers, their parents and children')
-  const reads = (await Promise.all(options.controllers.map(async (controller) => await readController(api, controller, scope, say).catch((error: Error) => {
-    errors.push(`${controller.name}: ${error.message}`)
-    return undefined
-  })))).filter((read): read is ControllerRead => read !== undefined)
-
-  let rows: RowForecast | undefined
+  const totals: ControllerTotals[] = []
+  const rows = new RowForecast(emptySnapshot(settings.schema), settings)
   let pool: pg.Pool | undefined
-  const skipped = new Map<Controller, string>()
-  try {
-    for (const read of reads) {
-      const needs: readonly string[] = read.controller.needs
-      if (needs.length === 0 || read.model === undefined || read.parents.length === 0) continue
-      if (read.controller !== postgresWriter) {
-        skipped.set(read.controller, `${read.controller.name} needs ${needs.join(' and ')}, and the plan has no read-only forecast of what it writes: not planned`)
-        continue
-      }
-      if (database.connection === undefined) {
-        errors.push(`${read.controller.name}: PostgresWriter's plan reads its rows: give the plan the hook server's database settings (DATABASE_URL, or PSQL_* or PG*, and PG_SCHEMA, PG_TABLE_ALLOWLIST, PG_AUTO_CREATE_TABLES as the server has them)`)
-        skipped.set(read.controller, 'not planned: no database settings')
-        continue
-      }
-      say(`reading ${read.parents.length} PostgresWriter rows from PostgreSQL (${database.connection.description})`)
-      pool = readOnlyPool(database)
+  const run = hookRunner({ now, config: options.config, standIns: new Map([[postgresWriter.name, forecastingWriter(rows)]]) })
+
+  /** Before a page of a controller's parents: why it cannot be planned, or undefined once what it needs is read. */
+  async function prepare (controller: Controller, parents: readonly Json[]): Promise<string | undefined> {
+    const needs: readonly string[] = controller.needs
+    if (needs.length === 0) return undefined
+    if (controller !== postgresWriter) return `${controller.name} needs ${needs.join(' and ')}, and the plan has no read-only forecast of what it writes: not planned`
+    if (database.connection === undefined) {
+      errors.push(`${controller.name}: PostgresWriter's plan reads its rows: give the plan the hook server's database settings (DATABASE_URL, or PSQL_* or PG*, and PG_SCHEMA, PG_TABLE_ALLOWLIST, PG_AUTO_CREATE_TABLES as the server has them)`)
+      return 'not planned: no database settings'
+    }
+    say(`reading ${parents.length} PostgresWriter rows from PostgreSQL (${database.connection.description})`)
+    try {
+      pool ??= readOnlyPool(database)
       const client = await pool.connect().catch((error: Error) => {
         throw new Error(`cannot connect to PostgreSQL (${database.connection?.description ?? ''}): ${database.connection?.conceal(error.message) ?? error.message}`)
       })
       try {
-        rows = new RowForecast(await readRowSnapshot(client, settings.schema, read.parents), settings)
+        rows.snapshot = await readRowSnapshot(client, settings.schema, parents, rows.snapshot)
       } finally {
         client.release()
       }
+    } catch (error) {
+      errors.push(`postgres-writer: ${(error as Error).message}`)
+      return 'not planned: PostgreSQL could not be read'
     }
-  } catch (error) {
-    errors.push(`postgres-writer: ${(error as Error).message}`)
-    for (const read of reads) if (read.controller === postgresWriter) skipped.set(read.controller, 'not planned: PostgreSQL could not be read')
+    return undefined
   }
 
-  const run = hookRunner({ now, config: options.config, standIns: rows === undefined ? undefined : new Map([[postgresWriter.name, forecastingWriter(rows)]]) })
-  const controllers: ControllerPlan[] = []
   try {
-    for (const read of reads) {
-      const why = skipped.get(read.controller)
-      if (why !== undefined) {
-        controllers.push(skippedPlan(read.controller, why))
+    for (const controller of options.controllers) {
+      say(`reading ${controller.name}`)
+      let read: ControllerRead
+      try {
+        read = await readController(api, controller, scope, say)
+      } catch (error) {
+        errors.push(`${controller.name}: ${(error as Error).message}`)
         continue
       }
-      controllers.push(await planController(read, {
+      const planned = await planController(read, {
         now,
         run,
-        progress: (done, count) => { if (done % 50 === 0 || done === count) say(`planning ${read.controller.name}: ${done}/${count} parents`) }
-      }))
+        parent: async (plan) => { await report.parent({ controller: controller.name, kind: controllerKind(controller) }, plan) },
+        beforePage: async (parents) => await prepare(controller, parents),
+        progress: (done) => { if (done % 50 === 0) say(`planning ${controller.name}: ${done} parents`) },
+        failed: (error) => { errors.push(`${controller.name}: ${error.message}`) }
+      }).finally(() => { read.children.close() })
+      totals.push(planned)
+      await report.controller(planned)
     }
   } finally {
     await pool?.end()
   }
-  return { planned: now, server: api.server.server, context: api.server.context, scope, controllers, errors, exitCode: exitCode(controllers, errors) }
+  const code = exitCode(totals, errors)
+  await report.end(totals, errors, code)
+  return code
 }

@@ -18,7 +18,7 @@ import type { Json } from './kube-api.js'
 
 /**
  * What PostgresWriter's hooks would write, without writing. The rows, the hook's records of where it wrote them and
- * its tombstones are read once, in one read-only transaction, for every PostgresWriter planned. Then each sync or
+ * its tombstones are read for each page of PostgresWriters planned, in one read-only transaction. Then each sync or
  * finalize runs PostgresWriter's own row writes and table readiness (hooks/postgres-writer/rows.ts,
  * table-readiness.ts), on a session that answers each of their statements (statements.ts) from that snapshot instead
  * of PostgreSQL: it says what each would do to a row, and keeps the snapshot as it would leave the database.
@@ -72,15 +72,24 @@ async function select<R extends pg.QueryResultRow, Parameter extends string = st
   return (await client.query<R>(definition.text(shape), definition.values(values) as unknown[])).rows
 }
 
+/** The snapshot before anything is read: no table, no row. */
+export function emptySnapshot (schema: string): RowSnapshot {
+  return { schema, hookTables: 'missing', tables: new Map(), placements: [], tombstones: new Map() }
+}
+
+// The oid the forecast gives a table it creates.
+const PLANNED = 'planned '
+
 /**
  * Reads, in one read-only transaction of one snapshot, what the planned PostgresWriters' syncs and finalizes read:
  * the hook's own tables, and each table they name or are recorded in, with the rows of their ids. Nothing is written
- * and no lock outlives the transaction, which ends before this returns.
+ * and no lock outlives the transaction, which ends before this returns. What the forecast of earlier PostgresWriters
+ * created (`before`: the hook's tables, a table) is kept, so that a later page is planned as after them.
  */
-export async function readRowSnapshot (client: pg.ClientBase, schema: string, objects: readonly Json[]): Promise<RowSnapshot> {
+export async function readRowSnapshot (client: pg.ClientBase, schema: string, objects: readonly Json[], before?: RowSnapshot): Promise<RowSnapshot> {
   const ids = [...new Set(objects.map(rowIdOf))]
   const uids = [...new Set(objects.map((object) => text(object.metadata?.uid)).filter((uid): uid is string => uid !== undefined))]
-  const snapshot: RowSnapshot = { schema, hookTables: 'missing', tables: new Map(), placements: [], tombstones: new Map() }
+  const snapshot = emptySnapshot(schema)
   await client.query('BEGIN READ ONLY ISOLATION LEVEL REPEATABLE READ')
   try {
     const inspect = async (table: string): Promise<{ hookTables: HookTables, relation: Relation | undefined }> => {
@@ -113,6 +122,10 @@ export async function readRowSnapshot (client: pg.ClientBase, schema: string, ob
       }
     }
     await client.query('COMMIT')
+    if (before?.hookTables === 'current' && snapshot.hookTables === 'missing') snapshot.hookTables = 'current'
+    for (const [table, { relation }] of before?.tables ?? []) {
+      if (relation?.oid.startsWith(PLANNED) === true && snapshot.tables.get(table)?.relation === undefined) snapshot.tables.set(table, { relation, rows: new Map() })
+    }
   } catch (error) {
     await client.query('ROLLBACK').catch(() => {})
     if (error instanceof RowSnapshotError) throw error
@@ -145,7 +158,7 @@ class SnapshotSession implements Session {
       return
     }
     this.effects.push({ action: 'createTable', table: this.qualified(ddl.table) })
-    this.snapshot.tables.set(ddl.table, { relation: createdRelation(`planned ${ddl.table}`), rows: new Map() })
+    this.snapshot.tables.set(ddl.table, { relation: createdRelation(`${PLANNED}${ddl.table}`), rows: new Map() })
   }
 
   async transaction (work: () => Promise<void>): Promise<void> {
@@ -299,7 +312,8 @@ export class RowForecast implements Rows {
   private effects: RowEffect[] = []
   private readonly writes: RowWrites
 
-  constructor (private readonly snapshot: RowSnapshot, settings: PostgresWriterSettings) {
+  /** What the calls see: replaced for each page of PostgresWriters. */
+  constructor (public snapshot: RowSnapshot, settings: PostgresWriterSettings) {
     this.writes = new RowWrites(settings.schema, new TableReadiness(settings))
   }
 

@@ -1,7 +1,11 @@
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { StringDecoder } from 'node:string_decoder'
+import { join } from 'node:path'
 import { LAST_APPLIED_ANNOTATION } from '../../hooks/framework/wire/apply.js'
-import { total, type ControllerPlan, type Summary } from './controller-plan.js'
+import { total, type ControllerTotals, type Summary } from './controller-plan.js'
 import { describe, type ObjectPlan, type ParentPlan, type PlannedField } from './parent-plan.js'
-import type { ClusterPlan, ExitCode } from './plan-cluster.js'
+import type { ControllerName, ExitCode, PlanHeading, PlanReport } from './plan-cluster.js'
 import type { RowEffect } from './postgres-writer.js'
 
 /**
@@ -21,7 +25,7 @@ export const EXIT_MEANINGS: Record<ExitCode, string> = {
 }
 
 /** The summary table: one row per controller, and a total. */
-export function summaryTable (plans: readonly ControllerPlan[]): string {
+export function summaryTable (plans: readonly ControllerTotals[]): string {
   const rows = [
     ['CONTROLLER', ...COLUMNS.map(([, title]) => title)],
     ...plans.map((plan) => [plan.controller, ...COLUMNS.map(([key]) => plan.skipped === undefined ? String(plan.summary[key]) : '-')]),
@@ -91,25 +95,102 @@ export function parentDetails (controller: string, parent: ParentPlan): string {
   return lines.join('\n')
 }
 
-/** The whole plan as text. */
-export function textReport (plan: ClusterPlan): string {
+/** Where a report writes: a promise that settles once the text may be let go (a stream that drains). */
+export type Write = (text: string) => Promise<void>
+
+function heading (plan: PlanHeading): string {
   const where = plan.scope.namespace === undefined ? 'all namespaces' : `namespace ${plan.scope.namespace}`
   const selector = plan.scope.selector === undefined ? '' : `, parents labelled ${plan.scope.selector}`
-  const sections = [
-    `Plan of this checkout's hooks against ${plan.server}${plan.context === undefined ? '' : ` (context ${plan.context})`}, ${where}${selector}, at ${plan.planned}`,
-    summaryTable(plan.controllers)
-  ]
-  const notes = plan.controllers.filter((controller) => controller.skipped !== undefined).map((controller) => `${controller.controller}: ${controller.skipped ?? ''}`)
-  if (notes.length > 0) sections.push(notes.join('\n'))
-  for (const controller of plan.controllers) {
-    const shownParents = controller.parents.filter((parent) => parent.outcome !== 'unchanged')
-    if (shownParents.length > 0) sections.push(shownParents.map((parent) => parentDetails(controller.controller, parent)).join('\n\n'))
-  }
-  if (plan.errors.length > 0) sections.push(plan.errors.map((error) => `error: ${error}`).join('\n'))
-  sections.push(`exit ${plan.exitCode}: ${EXIT_MEANINGS[plan.exitCode]}`)
-  return `${sections.join('\n\n')}\n`
+  return `Plan of this checkout's hooks against ${plan.server}${plan.context === undefined ? '' : ` (context ${plan.context})`}, ${where}${selector}, at ${plan.planned}`
 }
 
-export function jsonReport (plan: ClusterPlan): string {
-  return `${JSON.stringify(plan, null, 2)}\n`
+const CHUNK = 64 * 1024
+
+/**
+ * The plan as text: the heading and the summary table first, then every parent that would change or is refused,
+ * then the errors and the exit code. The summary is known only at the end, so the parents' details wait in a file
+ * until then, not in memory.
+ */
+export class TextReport implements PlanReport {
+  private readonly dir = mkdtempSync(join(tmpdir(), 'plan-'))
+  private readonly spool = openSync(join(this.dir, 'details'), 'w+')
+  private written = 0
+
+  constructor (private readonly heading: PlanHeading, private readonly write: Write) {}
+
+  async parent (controller: ControllerName, plan: ParentPlan): Promise<void> {
+    if (plan.outcome === 'unchanged') return
+    this.written += writeSync(this.spool, `${this.written === 0 ? '' : '\n\n'}${parentDetails(controller.controller, plan)}`)
+  }
+
+  async controller (): Promise<void> {}
+
+  async end (controllers: readonly ControllerTotals[], errors: readonly string[], exitCode: ExitCode): Promise<void> {
+    try {
+      const sections = [heading(this.heading), summaryTable(controllers)]
+      const notes = controllers.filter((controller) => controller.skipped !== undefined).map((controller) => `${controller.controller}: ${controller.skipped ?? ''}`)
+      if (notes.length > 0) sections.push(notes.join('\n'))
+      await this.write(`${sections.join('\n\n')}\n\n`)
+      const buffer = Buffer.alloc(CHUNK)
+      // A chunk may end inside a character: the decoder keeps its first bytes for the next.
+      const decoder = new StringDecoder('utf8')
+      for (let at = 0; at < this.written;) {
+        const read = readSync(this.spool, buffer, 0, CHUNK, at)
+        await this.write(decoder.write(buffer.subarray(0, read)))
+        at += read
+      }
+      const tail = [...(errors.length > 0 ? [errors.map((error) => `error: ${error}`).join('\n')] : []), `exit ${exitCode}: ${EXIT_MEANINGS[exitCode]}`]
+      await this.write(`${this.written === 0 ? '' : '\n\n'}${tail.join('\n\n')}\n`)
+    } finally {
+      closeSync(this.spool)
+      rmSync(this.dir, { recursive: true, force: true })
+    }
+  }
+}
+
+/** A value as JSON, indented 2 spaces a level, at `depth` levels in. */
+function indented (value: unknown, depth: number): string {
+  return JSON.stringify(value, null, 2).replaceAll('\n', `\n${'  '.repeat(depth)}`)
+}
+
+/**
+ * The plan as one JSON document (ClusterPlan), written as it is made: each parent's element as it is planned, each
+ * controller's summary after its parents.
+ */
+export class JsonReport implements PlanReport {
+  private open: string | undefined
+  private parents = 0
+  private controllers = 0
+
+  constructor (private readonly heading: PlanHeading, private readonly write: Write) {}
+
+  private headingFields (): string {
+    return Object.entries(this.heading).filter(([, value]) => value !== undefined).map(([key, value]) => `  ${JSON.stringify(key)}: ${indented(value, 1)},\n`).join('')
+  }
+
+  private async start ({ controller, kind }: ControllerName): Promise<void> {
+    if (this.open === controller) return
+    const before = this.controllers === 0 ? `{\n${this.headingFields()}  "controllers": [\n` : ',\n'
+    await this.write(`${before}    {\n      "controller": ${JSON.stringify(controller)},\n      "kind": ${JSON.stringify(kind)},\n      "parents": [`)
+    this.open = controller
+    this.controllers++
+    this.parents = 0
+  }
+
+  async parent (controller: ControllerName, plan: ParentPlan): Promise<void> {
+    await this.start(controller)
+    await this.write(`${this.parents++ === 0 ? '\n' : ',\n'}        ${indented(plan, 4)}`)
+  }
+
+  async controller (totals: ControllerTotals): Promise<void> {
+    await this.start(totals)
+    const rest = Object.entries(totals).filter(([key]) => key !== 'controller' && key !== 'kind').map(([key, value]) => `,\n      ${JSON.stringify(key)}: ${indented(value, 3)}`).join('')
+    await this.write(`${this.parents === 0 ? '' : '\n      '}]${rest}\n    }`)
+    this.open = undefined
+  }
+
+  async end (_controllers: readonly ControllerTotals[], errors: readonly string[], exitCode: ExitCode): Promise<void> {
+    await this.write(this.controllers === 0 ? `{\n${this.headingFields()}  "controllers": [` : '\n  ')
+    await this.write(`],\n  "errors": ${indented(errors, 1)},\n  "exitCode": ${exitCode}\n}\n`)
+  }
 }

@@ -8,6 +8,7 @@ import { test } from 'node:test'
 import { stringify } from 'yaml'
 import { controllers } from '../../hooks/controllers.js'
 import { controllerObject } from '../../dev/api-server/metacontroller.js'
+import { podSetCluster } from '../helpers/podset-cluster.js'
 import { runIn } from '../helpers/repository-copy.js'
 
 const root = join(import.meta.dirname, '..', '..')
@@ -16,9 +17,9 @@ const root = join(import.meta.dirname, '..', '..')
  * `npm run -s plan -- <args>` as docs/plan.md has it (`npm: true`), or the script it runs, which starts sooner; without
  * the tests' database settings. Asynchronous, so that a server of the test can answer it meanwhile.
  */
-async function plan (args: string[], { env = {}, npm = false }: { env?: Record<string, string | undefined>, npm?: boolean } = {}): Promise<{ status: number | null, stdout: string, stderr: string }> {
+async function plan (args: string[], { env = {}, npm = false, timeoutMs = 60_000 }: { env?: Record<string, string | undefined>, npm?: boolean, timeoutMs?: number } = {}): Promise<{ status: number | null, stdout: string, stderr: string }> {
   const [command, prefix] = npm ? ['npm', ['run', '-s', 'plan', '--']] : [process.execPath, ['--import', 'tsx', 'scripts/plan.ts']]
-  return await runIn(root, command, [...prefix, ...args], { env: { DATABASE_URL: undefined, ...env }, timeoutMs: 60_000 })
+  return await runIn(root, command, [...prefix, ...args], { env: { DATABASE_URL: undefined, ...env }, timeoutMs })
 }
 
 test('--help says how to call it and what each exit code means', async () => {
@@ -141,3 +142,22 @@ for (const [what, parents, error] of misbehaviours) {
     assert.match(text.stdout, new RegExp(`\nerror: ${error.source.slice(1)}.*\n\nexit 2: the plan could not be made, or not whole\n$`))
   })
 }
+
+test('a cluster of 2,000 PodSets is planned in a V8 heap of 64 MiB: parents are planned a page at a time, and only totals are kept', { timeout: 300_000 }, async (t) => {
+  const count = 2000
+  const { url, server } = await podSetCluster(count)
+  t.after(() => { server.close() })
+  const dir = mkdtempSync(join(tmpdir(), 'plan-cli-'))
+  t.after(() => { rmSync(dir, { recursive: true, force: true }) })
+  const kubeconfig = join(dir, 'config')
+  writeFileSync(kubeconfig, stringify({
+    clusters: [{ name: 'c', cluster: { server: url } }],
+    users: [{ name: 'u', user: { token: 't' } }],
+    contexts: [{ name: 'x', context: { cluster: 'c', user: 'u' } }],
+    'current-context': 'x'
+  }))
+  // The hook server's body limit is 16 MiB by default, which a 64 MiB heap cannot hold: the plan takes its settings.
+  const run = await plan(['--kubeconfig', kubeconfig, '--controller', 'podset'], { env: { NODE_OPTIONS: '--max-old-space-size=64', HOOKS_BODY_LIMIT: '1Mi' }, timeoutMs: 280_000 })
+  assert.equal(run.status, 0, run.stderr.slice(-2000))
+  assert.match(run.stdout, new RegExp(`\npodset +${count} +${4 * count} +${4 * count} +0 +0 +0 +0\n\nexit 0: nothing would change\n$`))
+})

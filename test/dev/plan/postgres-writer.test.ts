@@ -174,3 +174,27 @@ test('the forecast runs the row store\'s own decisions: a refused table, a stale
   assert.deepEqual(actions(moved.effects), ['insert', 'delete'])
   assert.equal(moved.answer.status.conditions[0].reason, 'RowWritten')
 })
+
+test('the snapshot is read a page of PostgresWriters at a time: a table the forecast of an earlier page created is not created again', async (t) => {
+  const app = await build(t, { controllers: [postgresWriter] })
+  const policy = postgresWriterSettings.read(app.config.settings)
+  const pool = readOnlyPool({ ...app.config.database, connection: connectionFromUrl(testDatabaseUrl(), 'the test database') })
+  t.after(async () => { await pool.end() })
+  const [first, second] = ['first', 'second'].map((name) => request('sync-create', { objectName: name, uid: `uid-${name}`, spec: { table: 'planned_only' } }))
+  const client = await pool.connect()
+  try {
+    const rows = new RowForecast(await readRowSnapshot(client, app.schema, [first?.object]), policy)
+    const run = hookRunner({ now: kubernetesTime(NOW), config: app.config, standIns: new Map([[postgresWriter.name, forecastingWriter(rows)]]) })
+    const created = async (body: Json | undefined): Promise<string[]> => {
+      const outcome = await run(postgresWriter, 'sync', body as Json)
+      assert.equal(outcome.kind, 'answer', JSON.stringify(outcome))
+      return outcome.rows.map((effect) => effect.action)
+    }
+    assert.ok((await created(first)).includes('createTable'), 'the first page creates it')
+    rows.snapshot = await readRowSnapshot(client, app.schema, [second?.object], rows.snapshot)
+    assert.deepEqual([...rows.snapshot.tables.keys()], ['planned_only'])
+    assert.deepEqual(await created(second), ['insert'], 'the second page writes into the table the first created')
+  } finally {
+    client.release()
+  }
+})

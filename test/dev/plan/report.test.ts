@@ -2,8 +2,8 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import type { ControllerPlan } from '../../../dev/plan/controller-plan.js'
 import type { ParentPlan } from '../../../dev/plan/parent-plan.js'
-import { exitCode, type ClusterPlan } from '../../../dev/plan/plan-cluster.js'
-import { fieldLine, parentDetails, rowLine, summaryTable, textReport } from '../../../dev/plan/report.js'
+import { exitCode, type ClusterPlan, type PlanHeading, type PlanReport } from '../../../dev/plan/plan-cluster.js'
+import { fieldLine, JsonReport, parentDetails, rowLine, summaryTable, TextReport, type Write } from '../../../dev/plan/report.js'
 import { selects, selectsAnnotations } from '../../../dev/plan/selectors.js'
 
 const summary = { parents: 0, read: 0, unchanged: 0, change: 0, create: 0, refused: 0, rows: 0 }
@@ -71,21 +71,45 @@ test('a parent\'s details: each object by what happens to it, each field from an
   assert.equal(rowLine({ action: 'insert', table: 'public.graduates', id: 'ns/a', columns: { name: { to: 'alex' }, age: { to: 23 } } }), 'insert into public.graduates row "ns/a": name "alex", age 23')
 })
 
-test('the report: where, when, the table, the parents that change, and what the exit code means', () => {
-  const plan: ClusterPlan = {
-    planned: '2026-11-22T12:00:00Z',
-    server: 'https://cluster:6443',
-    context: 'prod',
-    scope: { namespace: 'shop' },
-    controllers: [controller('bookstore', { parents: 1, read: 3, unchanged: 1, change: 2 }, [resized, { ...resized, outcome: 'unchanged', parent: { ...resized.parent, name: 'quiet' } }])],
-    errors: [],
-    exitCode: 1
+/** What a report writes for the plan, as it would write it: parent by parent, then each controller's totals, then the end. */
+async function written (report: (heading: PlanHeading, write: Write) => PlanReport, plan: ClusterPlan): Promise<string> {
+  let text = ''
+  const writer = report({ planned: plan.planned, server: plan.server, context: plan.context, scope: plan.scope }, async (chunk) => { text += chunk })
+  for (const { parents, ...totals } of plan.controllers) {
+    for (const parent of parents) await writer.parent(totals, parent)
+    await writer.controller(totals)
   }
-  const text = textReport(plan)
+  await writer.end(plan.controllers, plan.errors, plan.exitCode)
+  return text
+}
+
+const reported: ClusterPlan = {
+  planned: '2026-11-22T12:00:00Z',
+  server: 'https://cluster:6443',
+  context: 'prod',
+  scope: { namespace: 'shop' },
+  controllers: [
+    controller('bookstore', { parents: 2, read: 4, unchanged: 2, change: 2 }, [resized, { ...resized, outcome: 'unchanged', parent: { ...resized.parent, name: 'quiet' } }]),
+    controller('podset', {}),
+    { ...controller('pulsar-consumer', {}), skipped: 'not installed' }
+  ],
+  errors: ['postgres-writer: cannot connect'],
+  exitCode: 2
+}
+
+test('the report: where, when, the table, the parents that change, and what the exit code means', async () => {
+  const text = await written((heading, write) => new TextReport(heading, write), reported)
   assert.match(text, /^Plan of this checkout's hooks against https:\/\/cluster:6443 \(context prod\), namespace shop, at 2026-11-22T12:00:00Z\n\nCONTROLLER/)
-  assert.match(text, /BookStore shop\/books: would change/)
+  assert.match(text, /\npulsar-consumer: not installed\n\nbookstore › BookStore shop\/books: would change/)
   assert.doesNotMatch(text, /quiet/)
-  assert.match(text, /\n\nexit 1: something would change\n$/)
+  assert.match(text, /\n\nerror: postgres-writer: cannot connect\n\nexit 2: the plan could not be made, or not whole\n$/)
+})
+
+test('the JSON report, written parent by parent, is the whole plan as one document', async () => {
+  const text = await written((heading, write) => new JsonReport(heading, write), reported)
+  assert.deepEqual(JSON.parse(text), reported)
+  const none = await written((heading, write) => new JsonReport(heading, write), { ...reported, context: undefined, controllers: [], exitCode: 0, errors: [] })
+  assert.deepEqual(JSON.parse(none), { planned: reported.planned, server: reported.server, scope: reported.scope, controllers: [], errors: [], exitCode: 0 })
 })
 
 test('selectors as Metacontroller evaluates them: none or empty selects all; labels and expressions must all hold', () => {
