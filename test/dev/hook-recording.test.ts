@@ -27,12 +27,15 @@ test('the proxy forwards each call as it came and records it with its answer, in
   const seen: Array<{ path: string, headers: IncomingHttpHeaders, body: string }> = []
   let firstForwarded = (): void => {}
   const forwarded = new Promise<void>((resolve) => { firstForwarded = resolve })
+  let otherAnswered = (): void => {}
+  const othersAnswered = new Promise<void>((resolve) => { let count = 0; otherAnswered = () => { if (++count === 2) resolve() } })
   const upstream = createServer((request, response) => {
     void text(request).then(async (body) => {
       seen.push({ path: request.url ?? '', headers: request.headers, body })
       if (body.includes('first')) firstForwarded()
-      // The first call is answered last: the recording keeps the order of arrival.
-      if (body.includes('first')) await new Promise((resolve) => setTimeout(resolve, 100))
+      // The first call is answered last, once the two after it are: the recording keeps the order of arrival.
+      if (body.includes('first')) await othersAnswered
+      if (body.includes('second') || body.includes('refused')) response.once('finish', otherAnswered)
       response.writeHead(body.includes('refused') ? 422 : 200, { 'content-type': 'application/json' }).end(JSON.stringify({ echoed: body }))
     })
   })
