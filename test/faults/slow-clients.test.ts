@@ -6,13 +6,11 @@ import { testDatabaseUrl } from '../helpers/database-url.js'
 import { deployment } from '../../dev/deployment.js'
 import { fixture } from '../helpers/fixtures.js'
 import type { ServerProcess } from '../../dev/server-process.js'
-import { worstResource } from '../../dev/worst-spec.js'
 import { slowBody, wholeRequest, type SlowAnswer, type SlowBody } from '../helpers/slow-body.js'
 import { startHookServer, testSchema } from './hook-server.js'
-import { podSetParent, syncRequest } from '../../dev/api-server/podset-requests.js'
-import { hookContext } from '../../hooks/framework/controller.js'
-import { podSet } from '../../hooks/podset/index.js'
-import { syncPodSet } from '../../hooks/podset/sync.js'
+import { appliedPod, podSetParent, syncRequest } from '../../dev/api-server/podset-requests.js'
+import { desiredPod } from '../../hooks/podset/sync.js'
+import { lastAppliedChildren } from '../helpers/invalid-spec.js'
 
 /**
  * Slow clients of every shape against the hook server as the Deployment runs it (the Node.js flags of its command,
@@ -196,22 +194,27 @@ test('clients at the stall rate, announcing HOOKS_BODY_LIMIT and sending 17 KiB 
 })
 
 /**
- * A valid PodSet sync of exactly HOOKS_BODY_LIMIT with the spec that asks for the largest answer the CRD admits (over
- * 10 MB), more than the socket buffers between client and server hold.
+ * A valid PodSet sync of exactly HOOKS_BODY_LIMIT whose answer is larger than the socket buffers between client and
+ * server hold (over 6 MB): the CRD bounds a PodSet's own answer to 2 MB, which they hold whole, so its spec is one the
+ * hook cannot use, and its answer keeps each of its 200 observed pods as last applied, each with a long command.
  */
 function limitSizedSync (): { body: Buffer, answerBytes: number } {
-  const spec = worstResource(podSet.resource).spec
-  const request = syncRequest(podSetParent({ spec }), [])
-  const answerBytes = JSON.stringify(syncPodSet(request, hookContext(podSet, request.parent, '2026-11-22T12:00:00Z', {}))).length
-  const text = JSON.stringify(request)
-  const padding = config.bodyLimit - text.length - ',"padding":""'.length
-  return { body: Buffer.from(`${text.slice(0, -1)},"padding":"${'a'.repeat(padding)}"}`), answerBytes }
+  const parent = podSetParent({ spec: { replicas: -1, image: 'busybox', command: ['sleep', '3600'] } })
+  for (let length = 40_000; ; length -= 500) {
+    const spec = { replicas: 200, image: 'busybox', command: ['sh', '-c', `echo ${'x'.repeat(length)}`] }
+    const pods = Array.from({ length: spec.replicas }, (_, ordinal) => appliedPod(parent, desiredPod({ name: 'sleepers', namespace: 'default' }, spec, ordinal)))
+    const request = syncRequest(parent, pods)
+    const text = JSON.stringify(request)
+    const padding = config.bodyLimit - text.length - ',"padding":""'.length
+    if (padding < 0) continue
+    return { body: Buffer.from(`${text.slice(0, -1)},"padding":"${'a'.repeat(padding)}"}`), answerBytes: JSON.stringify(lastAppliedChildren(request)).length }
+  }
 }
 
 test('clients that never read their answers stall no one, and their connections are closed', async (t) => {
   const { body, answerBytes } = limitSizedSync()
   assert.equal(body.length, config.bodyLimit)
-  assert.ok(answerBytes > 10e6, `the answer is ${answerBytes} bytes`)
+  assert.ok(answerBytes > 6e6, `the answer is ${answerBytes} bytes`)
   const server = await hookServer(t)
   const started = performance.now()
   const readers = Array.from({ length: 4 }, () => slowBody({ port: server.port, path: '/podset/sync', length: body.length, content: body, burst: body.length, reads: false }))
