@@ -15,7 +15,7 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { createConnection, createServer, type Server } from 'node:net'
+import { createConnection, createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -83,6 +83,7 @@ export async function startNode (cluster: Cluster, options: NodeOptions = {}): P
   const log = (component: string): string => join(cluster.logsDir, `node-${component}.log`)
   const daemons: Daemon[] = []
   const relays: Server[] = []
+  const relayed = new Set<Socket>()
   const ctr = async (args: string[]): Promise<string> => await run('ctr', ['--address', socket, '--namespace', 'k8s.io', ...args])
 
   const assertRunning = (): void => {
@@ -93,7 +94,7 @@ export async function startNode (cluster: Cluster, options: NodeOptions = {}): P
 
   let stopped: Promise<void> | undefined
   const stop = async (): Promise<void> => {
-    stopped ??= teardown({ cluster, name, dir, socket, bridge, cgroupName, daemons, relays, ctr })
+    stopped ??= teardown({ cluster, name, dir, socket, bridge, cgroupName, daemons, relays, relayed, ctr })
     await stopped
   }
 
@@ -247,6 +248,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
       forward: async (port) => {
         const server = createServer((socket) => {
           const upstream = createConnection({ host: '127.0.0.1', port })
+          for (const end of [socket, upstream]) {
+            relayed.add(end)
+            end.on('close', () => relayed.delete(end))
+          }
           socket.pipe(upstream).pipe(socket)
           socket.on('error', () => upstream.destroy())
           upstream.on('error', () => socket.destroy())
@@ -345,6 +350,8 @@ interface Teardown {
   cgroupName: string
   daemons: Daemon[]
   relays: Server[]
+  /** A pod gone with its network never closes its connection: they are destroyed, or they keep this process alive. */
+  relayed: Set<Socket>
   ctr: (args: string[]) => Promise<string>
 }
 
@@ -384,6 +391,7 @@ async function teardown (t: Teardown): Promise<void> {
     await attempt('stop containerd', async () => { await containerd.stop() })
   }
   for (const relay of t.relays) relay.close()
+  for (const socket of t.relayed) socket.destroy()
   await attempt('kill what is left in the node\'s cgroups', async () => { killCgroupProcesses(t.cgroupName) })
   await attempt('kill the shims', async () => {
     for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
