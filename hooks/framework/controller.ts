@@ -197,10 +197,6 @@ export function ioFor (controller: Controller, available: Partial<Io>): object {
 }
 
 /**
- * The context of one hook call: the parent (`parent`, or a decorator's `object`) read for the controller's resource.
- * Outside the server (the render tool), repairs are counted nowhere.
- */
-/**
  * What building the answer to `parent` weighs, in bytes: what its controller says the answer may take, and at least
  * the request's own `requestBytes`. A spec the hook cannot use is answered on the resource, from the request.
  */
@@ -214,6 +210,10 @@ export function answerWeight (controller: Controller, parent: ParentOf<any>, req
   }
 }
 
+/**
+ * The context of one hook call: the parent (`parent`, or a decorator's `object`) read for the controller's resource.
+ * Outside the server (the render tool), repairs are counted nowhere.
+ */
 export function hookContext (controller: Controller, object: KubernetesObject, now: string, io: object, driftRepaired: (drift: Drift) => void = () => {}, arrivedAt = performance.now()): HookContext<any, any> {
   return { now, parent: readParent(controller.resource, object, controller.type === 'composite' ? 'parent' : 'object'), io, driftRepaired, arrivedAt }
 }

@@ -163,7 +163,7 @@ function errorHandler (config: Config, controllers: readonly Controller[]) {
       return await reply.code(500).send({ error: 'Internal Server Error', message: `unexpected error; the hook server's log has the details (request ${request.id})` })
     }
     const message = error instanceof WrongKindError
-      ? `${error.message}: ${hookServing(controllers, error.sent, request)}`
+      ? `${error.message}: ${hookServing(controllers, error.sent, request.routeOptions.config.hook === 'finalize')}`
       : error.validation !== undefined
         ? otherControllerType(controllers, request) ?? `${error.message} (the body must be a Metacontroller v2 hook request)`
         : error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
@@ -190,20 +190,21 @@ function otherControllerType (controllers: readonly Controller[], request: Fasti
   const sent = route.type === 'composite' ? 'decorator' : 'composite'
   const parent = body[REQUEST_SHAPES[sent].parent] as { apiVersion?: unknown, kind?: unknown } | null | undefined
   if (typeof parent !== 'object' || parent === null) return undefined
-  const kind = `${String(parent.apiVersion).slice(0, 100)} ${String(parent.kind).slice(0, 100)}`
-  const serving = controllers.find((controller) => controller.type === sent && controller.resource.apiVersion === parent.apiVersion && controller.resource.kind === parent.kind)
-  const hook = body.finalizing === true && serving?.hooks.finalize !== undefined ? 'finalize' : 'sync'
-  return `this is a ${REQUEST_SHAPES[sent].type} request ${REQUEST_SHAPES[sent].fields} of ${kind}, ` +
+  return `this is a ${REQUEST_SHAPES[sent].type} request ${REQUEST_SHAPES[sent].fields} of ${kindOf(parent)}, ` +
     `but ${pathOf(request)} is a ${REQUEST_SHAPES[route.type].type} hook ${REQUEST_SHAPES[route.type].fields}: ` +
-    (serving === undefined ? `no hook here serves ${kind}` : `send it to /${serving.name}/${hook}`)
+    hookServing(controllers.filter((controller) => controller.type === sent), parent, body.finalizing === true)
 }
 
-/** Where a parent of `kind` goes: the same hook of the controller that serves the kind, if any here does. */
-function hookServing (controllers: readonly Controller[], kind: { apiVersion: string, kind: string }, request: FastifyRequest): string {
-  const serving = controllers.find((controller) => controller.resource.apiVersion === kind.apiVersion && controller.resource.kind === kind.kind)
-  if (serving === undefined) return `no hook here serves ${kind.apiVersion.slice(0, 100)} ${kind.kind.slice(0, 100)}`
-  const hook = request.routeOptions.config.hook === 'finalize' && serving.hooks.finalize !== undefined ? 'finalize' : 'sync'
-  return `send it to /${serving.name}/${hook}`
+const kindOf = (object: { apiVersion?: unknown, kind?: unknown }): string => `${String(object.apiVersion).slice(0, 100)} ${String(object.kind).slice(0, 100)}`
+
+/**
+ * Where a parent of `object`'s kind goes, among `controllers`: the finalize hook of the controller that serves the
+ * kind when `finalizing` and it has one, else its sync hook; or that no hook here serves it.
+ */
+function hookServing (controllers: readonly Controller[], object: { apiVersion?: unknown, kind?: unknown }, finalizing: boolean): string {
+  const serving = controllers.find((controller) => controller.resource.apiVersion === object.apiVersion && controller.resource.kind === object.kind)
+  if (serving === undefined) return `no hook here serves ${kindOf(object)}`
+  return `send it to /${serving.name}/${finalizing && serving.hooks.finalize !== undefined ? 'finalize' : 'sync'}`
 }
 
 const pathOf = (request: FastifyRequest): string => request.url.split('?')[0]?.slice(0, 200) ?? ''
