@@ -24,6 +24,7 @@ import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { metacontrollerBuild, type MetacontrollerBuild } from './metacontroller.js'
+import { run } from './process.js'
 
 export type Component = 'etcd' | 'kube-apiserver' | 'kube-controller-manager' | 'metacontroller' | 'kubectl'
 
@@ -277,7 +278,7 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
     }, null, 2), { mode: 0o600 })
 
     const kubectl = async (args: string[], input?: string): Promise<string> =>
-      await run(bin('kubectl'), ['--kubeconfig', kubeconfig, ...args], input)
+      await run(bin('kubectl'), ['--kubeconfig', kubeconfig, ...args], { input })
 
     // --- etcd ------------------------------------------------------------------------------------------------------
     const etcdUrl = `http://127.0.0.1:${etcdPort}`
@@ -549,31 +550,6 @@ async function kubectlStep (owner: Proc, kubectl: (args: string[]) => Promise<st
   } catch (error) {
     throw new RigError(owner.component, `kubectl ${args.join(' ')} failed: ${error instanceof Error ? error.message : String(error)}`, owner.logFile)
   }
-}
-
-/** Runs a command; resolves stdout, rejects with stderr (and the command) on a non-zero exit. */
-async function run (file: string, args: string[], input?: string): Promise<string> {
-  return await new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: ['pipe', 'pipe', 'pipe'] })
-    const out: Buffer[] = []
-    const err: Buffer[] = []
-    child.stdout.on('data', (chunk: Buffer) => out.push(chunk))
-    child.stderr.on('data', (chunk: Buffer) => err.push(chunk))
-    child.on('error', reject)
-    child.on('close', (code, signal) => {
-      const stdout = Buffer.concat(out).toString('utf8')
-      const stderr = Buffer.concat(err).toString('utf8')
-      if (code === 0) {
-        resolve(stdout)
-      } else {
-        const error = new Error(`kubectl ${args.slice(2).join(' ')} exited with ${code ?? signal}: ${stderr.trim() || stdout.trim()}`)
-        Object.assign(error, { stderr, stdout, exitCode: code })
-        reject(error)
-      }
-    })
-    child.stdin.on('error', () => { /* the process exited before reading its input */ })
-    child.stdin.end(input ?? '')
-  })
 }
 
 async function stopProc (p: Proc): Promise<void> {
