@@ -16,6 +16,7 @@ import { startPostgres, type PostgresProcess } from '../../../dev/postgres-proce
 import { startCluster, type Cluster } from '../rig/cluster.js'
 import { metacontrollerSupportsHookV2 } from '../rig/metacontroller.js'
 import { startNode, type Node } from '../rig/node.js'
+import { tail } from '../rig/process.js'
 import type { KubeObject } from '../scenario.js'
 
 const root = join(import.meta.dirname, '..', '..', '..')
@@ -100,7 +101,9 @@ export async function startNodeEnvironment (): Promise<NodeEnvironment> {
       // Metacontroller v1.5.20's CRDs lack the hooks' `version` and `etag`: the API server drops them, with a warning.
       const strict = cluster.metacontroller !== undefined && metacontrollerSupportsHookV2(cluster.metacontroller.crds)
       await kubectl(['apply', '-k', manifests, `--validate=${strict ? 'strict' : 'warn'}`])
-      await kubectl(['rollout', 'status', `deployment/${DEPLOYMENT}`, '-n', NAMESPACE, '--timeout=300s'])
+      await kubectl(['rollout', 'status', `deployment/${DEPLOYMENT}`, '-n', NAMESPACE, '--timeout=300s']).catch(async (error: unknown) => {
+        throw new Error(`${error instanceof Error ? error.message : String(error)}\n${await whyNotReady(kubectl, cluster, node)}`)
+      })
     })
     const serviceIP = (await kubectl(['get', 'service', DEPLOYMENT, '-n', NAMESPACE, '-o', 'jsonpath={.spec.clusterIP}'])).trim()
     // Rewritten in place: the bind mount holds this file's inode.
@@ -131,6 +134,27 @@ export async function startNodeEnvironment (): Promise<NodeEnvironment> {
     await stop()
     throw error
   }
+}
+
+/**
+ * What a failed rollout leaves to read, for a run that only keeps its output: the hook pods' states, the cluster's
+ * warnings, and the errors the kubelet and containerd logged.
+ */
+async function whyNotReady (kubectl: (args: string[]) => Promise<string>, cluster: Cluster, node: Node): Promise<string> {
+  const attempt = async (args: string[]): Promise<string> => await kubectl(args).catch((error: unknown) => String(error))
+  const errors = (file: string, pattern: RegExp): string => tail(file, 100_000).split('\n').filter((line) => pattern.test(line)).slice(-25).join('\n')
+  return [
+    '--- hook pods ---',
+    await attempt(['get', 'pods', '-n', NAMESPACE, '-o', 'wide']),
+    await attempt(['get', 'pods', '-n', NAMESPACE, '-o', 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions}{" "}{.status.containerStatuses}{"\\n"}{end}']),
+    '--- warnings ---',
+    await attempt(['get', 'events', '--all-namespaces', '--field-selector=type=Warning', '--sort-by=.lastTimestamp']),
+    '--- kubelet errors ---',
+    errors(join(cluster.logsDir, 'node-kubelet.log'), /^E\d{4} /),
+    '--- containerd errors ---',
+    errors(join(cluster.logsDir, 'node-containerd.log'), /level=(error|fatal)/),
+    `--- node ${node.name}: the full logs are in ${cluster.logsDir} ---`
+  ].join('\n')
 }
 
 /** What `kustomize edit set image metacontroller-hooks=<image>` writes into the kustomization. */
