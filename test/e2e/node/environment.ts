@@ -70,7 +70,7 @@ export async function startNodeEnvironment (): Promise<NodeEnvironment> {
     try { return await step() } finally { timings[what] = Date.now() - t0 }
   }
   try {
-    const work = await mkdtemp(join(tmpdir(), 'e2e-node-env-'))
+    const work = await mkdtemp(join(tmpdir(), 'e2e-install-'))
     cleanups.push(async () => { await rm(work, { recursive: true, force: true }) })
     const postgres = await time('postgres', startPostgres)
     cleanups.push(postgres.remove)
@@ -143,10 +143,13 @@ export async function startNodeEnvironment (): Promise<NodeEnvironment> {
 async function whyNotReady (kubectl: (args: string[]) => Promise<string>, cluster: Cluster, node: Node): Promise<string> {
   const attempt = async (args: string[]): Promise<string> => await kubectl(args).catch((error: unknown) => String(error))
   const errors = (file: string, pattern: RegExp): string => tail(file, 100_000).split('\n').filter((line) => pattern.test(line)).slice(-25).join('\n')
+  const podNames = (await attempt(['get', 'pods', '-n', NAMESPACE, '-o', 'name'])).split('\n').filter((line) => line.startsWith('pod/')).map((line) => line.slice(4))
   return [
     '--- hook pods ---',
     await attempt(['get', 'pods', '-n', NAMESPACE, '-o', 'wide']),
     await attempt(['get', 'pods', '-n', NAMESPACE, '-o', 'jsonpath={range .items[*]}{.metadata.name}{" "}{.status.conditions}{" "}{.status.containerStatuses}{"\\n"}{end}']),
+    ...await Promise.all(podNames.map(async (pod) => `--- ${pod}: the last lines of its containers, the one before and the one now ---\n${
+      await attempt(['logs', '-n', NAMESPACE, pod, '--previous', '--tail=10'])}\n${await attempt(['logs', '-n', NAMESPACE, pod, '--tail=10'])}`)),
     '--- warnings ---',
     await attempt(['get', 'events', '--all-namespaces', '--field-selector=type=Warning', '--sort-by=.lastTimestamp']),
     '--- kubelet errors ---',

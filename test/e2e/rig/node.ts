@@ -30,6 +30,9 @@ const CGROUP_ROOT = '/sys/fs/cgroup'
 /** The Dockerfile's base, which scripts/build-base-image.sh assembles: the pause image is made from it. */
 const BASE_IMAGE = 'docker.io/library/node:20-bookworm-slim'
 const PAUSE_IMAGE = 'localhost/e2e-pause:bin-sleep'
+/** How the node's folder (in the temporary folder) and cgroup root (`<prefix><pid>-<n>`) begin, and its bridge. */
+const NODE_PREFIX = 'e2e-node-'
+const BRIDGE_PREFIX = 'e2ebr'
 
 export interface NodeOptions {
   /** Images of buildah's store, imported into the node's containerd before the kubelet starts. */
@@ -75,10 +78,11 @@ let nodeCount = 0
 export async function startNode (cluster: Cluster, options: NodeOptions = {}): Promise<Node> {
   const readyTimeoutMs = options.readyTimeoutMs ?? 120_000
   const n = ++nodeCount
-  const name = `e2e-node-${process.pid}-${n}`
-  const bridge = `e2ebr${process.pid % 10_000}${n}`.slice(0, 15)
-  const dir = await mkdtemp(join(tmpdir(), 'e2e-node-'))
-  const cgroupName = `e2e-node-${process.pid}-${n}`
+  const name = `${NODE_PREFIX}${process.pid}-${n}`
+  const bridge = `${BRIDGE_PREFIX}${process.pid % 10_000}${n}`.slice(0, 15)
+  await clearLeftovers(cluster.binDir)
+  const dir = await mkdtemp(join(tmpdir(), NODE_PREFIX))
+  const cgroupName = name
   const socket = join(dir, 'containerd.sock')
   const log = (component: string): string => join(cluster.logsDir, `node-${component}.log`)
   const daemons: Daemon[] = []
@@ -94,7 +98,7 @@ export async function startNode (cluster: Cluster, options: NodeOptions = {}): P
 
   let stopped: Promise<void> | undefined
   const stop = async (): Promise<void> => {
-    stopped ??= teardown({ cluster, name, dir, socket, bridge, cgroupName, daemons, relays, relayed, ctr })
+    stopped ??= teardown({ cluster, name, dir, bridge, cgroupName, daemons, relays, relayed, ctr })
     await stopped
   }
 
@@ -345,7 +349,6 @@ interface Teardown {
   cluster: Cluster
   name: string
   dir: string
-  socket: string
   bridge: string
   cgroupName: string
   daemons: Daemon[]
@@ -393,22 +396,69 @@ async function teardown (t: Teardown): Promise<void> {
   for (const relay of t.relays) relay.close()
   for (const socket of t.relayed) socket.destroy()
   await attempt('kill what is left in the node\'s cgroups', async () => { killCgroupProcesses(t.cgroupName) })
-  await attempt('kill the shims', async () => {
-    for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry))) {
-      const cmdline = (() => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8') } catch { return '' } })()
-      if (cmdline.startsWith('/usr/bin/containerd-shim') && cmdline.includes(`${t.socket}\0`)) process.kill(Number(pid), 'SIGKILL')
-    }
-  })
-  await attempt('unmount', async () => {
-    // The pods' network namespaces are mounted under containerd's state folder, inside the node's folder.
-    const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((line) => line.split(' ')[4] ?? '').filter((point) => point.startsWith(`${t.dir}/`))
-    for (const point of mounts.reverse()) await run('umount', ['--lazy', point]).catch(() => '')
-  })
+  await attempt('kill the shims', async () => { killProcessesNaming(`${t.dir}/`) })
+  await attempt('unmount', async () => { await unmountUnder(`${t.dir}/`) })
   await attempt('remove the cgroups', async () => { await removeCgroups(t.cgroupName) })
   await attempt('remove the kubelet\'s iptables chains', removeKubeletChains)
   await attempt('remove the bridge', async () => await run('ip', ['link', 'del', t.bridge]))
   await attempt('remove the folder', async () => { await rm(t.dir, { recursive: true, force: true }) })
   if (problems.length > 0) throw new DaemonError('node', `teardown left work undone:\n${problems.join('\n')}`)
+}
+
+/**
+ * Clears what the nodes of killed runs left on the machine, since their teardown never ran: their processes (the
+ * daemons, the shims, the pods' containers), mounts, cgroups, folders and bridges, and kube-proxy's and the kubelet's
+ * iptables rules, any of which breaks the next node (a second bridge with the gateway's address takes its pods'
+ * traffic). A node of another process still running is left alone, and this one refuses to start: two nodes cannot
+ * share the pod network.
+ */
+async function clearLeftovers (binDir: string): Promise<void> {
+  const cgroups = readdirSync(join(CGROUP_ROOT, 'memory')).filter((entry) => entry.startsWith(NODE_PREFIX))
+  const running = cgroups.map((entry) => Number(entry.slice(NODE_PREFIX.length).split('-')[0])).filter((pid) => pid !== process.pid && isAlive(pid))
+  if (running.length > 0) {
+    throw new DaemonError('node', `process ${running[0]} runs a node on the pod network ${POD_CIDR}, which a second node cannot share: run one node tier at a time`)
+  }
+  const dirs = readdirSync(tmpdir()).filter((entry) => entry.startsWith(NODE_PREFIX)).map((entry) => join(tmpdir(), entry))
+  const bridges = (await run('ip', ['-o', 'link', 'show', 'type', 'bridge'])).split('\n')
+    .map((line) => /^\d+: ([^:@]+)/.exec(line)?.[1] ?? '').filter((link) => link.startsWith(BRIDGE_PREFIX))
+  if (cgroups.length + dirs.length + bridges.length > 0) {
+    process.stderr.write(`[node] clearing what killed runs left: ${[...cgroups, ...dirs, ...bridges].join(', ')}\n`)
+    killProcessesNaming(join(tmpdir(), NODE_PREFIX))
+    for (const cgroup of cgroups) killCgroupProcesses(cgroup)
+    await unmountUnder(join(tmpdir(), NODE_PREFIX))
+    for (const cgroup of cgroups) await removeCgroups(cgroup)
+    await run(join(binDir, 'kube-proxy'), ['--cleanup']).catch(() => '')
+    await removeKubeletChains()
+    for (const link of bridges) await run('ip', ['link', 'del', link])
+    for (const leftover of dirs) await rm(leftover, { recursive: true, force: true })
+  }
+  const routes = (await run('ip', ['route', 'show', POD_CIDR])).trim()
+  if (routes !== '') throw new DaemonError('node', `the pod network ${POD_CIDR} is already routed (${routes}): remove that route, or the node's pods are unreachable`)
+}
+
+function isAlive (pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** SIGKILLs every process whose command line contains `text` (a node's folder: its daemons and shims). */
+function killProcessesNaming (text: string): void {
+  for (const pid of readdirSync('/proc').filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)) {
+    const cmdline = (() => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8') } catch { return '' } })()
+    if (cmdline.includes(text)) {
+      try { process.kill(Number(pid), 'SIGKILL') } catch { /* gone */ }
+    }
+  }
+}
+
+/** Lazily unmounts, deepest first, whatever is mounted at a path that begins with `prefix` (the pods' network namespaces). */
+async function unmountUnder (prefix: string): Promise<void> {
+  const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n').map((line) => line.split(' ')[4] ?? '').filter((point) => point.startsWith(prefix))
+  for (const point of mounts.reverse()) await run('umount', ['--lazy', point]).catch(() => '')
 }
 
 /** The chains the kubelet adds to every table (KUBE-FIREWALL drops outside packets to 127.0.0.0/8). */
