@@ -36,7 +36,13 @@ test('the hook Deployment runs two replicas as non-root, without privileges, a w
   assert.equal(env.HOST, '0.0.0.0', 'the Deployment listens on every address, explicitly')
   const imageEnv = [...(await readFile(join(root, '..', 'Dockerfile'), 'utf8')).matchAll(/^ENV (.*)$/gm)].flatMap((line) => (line[1] ?? '').split(/\s+/))
   assert.ok(imageEnv.includes('HOST=0.0.0.0'), `the image listens on every address, explicitly: ENV ${imageEnv.join(' ')}`)
-  assert.ok(pod.terminationGracePeriodSeconds > Number(container.env.find((e: any) => e.name === 'HOOKS_SHUTDOWN_TIMEOUT').value) + container.lifecycle.preStop.sleep.seconds)
+  assert.ok(pod.terminationGracePeriodSeconds > Number(env.HOOKS_SHUTDOWN_TIMEOUT) + container.lifecycle.preStop.sleep.seconds)
+  // A draining pod answers /readyz 503 until it stops listening: long enough for the readiness probe to fail as many
+  // times as it must, so that its endpoint stops serving while it still serves.
+  const readiness = container.readinessProbe
+  assert.ok(Number(env.HOOKS_SHUTDOWN_DELAY) >= readiness.periodSeconds * readiness.failureThreshold + readiness.timeoutSeconds,
+    `HOOKS_SHUTDOWN_DELAY (${env.HOOKS_SHUTDOWN_DELAY}) is shorter than the readiness probe takes to fail`)
+  assert.ok(Number(env.HOOKS_SHUTDOWN_DELAY) < Number(env.HOOKS_SHUTDOWN_TIMEOUT), 'the delay counts within HOOKS_SHUTDOWN_TIMEOUT')
   const service = await load('server/service.yaml')
   assert.equal(service.metadata.name, HOOK_SERVICE.name)
   assert.equal(service.metadata.namespace, HOOK_SERVICE.namespace)
