@@ -194,6 +194,15 @@ export async function syncErrors (env: NodeEnvironment, namespace: string): Prom
   return events.items.filter((event) => event.reason === 'SyncError').map((event) => `${event.count ?? 1} × ${event.message}`)
 }
 
+/**
+ * The SyncErrors of failed hook calls: those whose message says the hook failed. The others are Metacontroller's own
+ * apply races, retried at once: a write conflict (409) with another writer, or a child its cache had not seen yet
+ * ("already exists").
+ */
+export function failedHookSyncErrors (events: string[]): string[] {
+  return events.filter((event) => /hook failed/.test(event))
+}
+
 /** Metacontroller's log lines about a failed call to the hooks: those that name the Service's address. */
 export function failedHookCalls (env: NodeEnvironment): string[] {
   return readFileSync(env.cluster.logFile('metacontroller'), 'utf8').split('\n')
