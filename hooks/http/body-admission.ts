@@ -4,7 +4,7 @@ import { WEBHOOK_TIMEOUT_SECONDS } from '../framework/wire/webhook.js'
 /**
  * Who may use the memory for hook calls, and who waits or gives way: a scheduler with no timer, socket or clock of
  * its own. It reads the time, and the time the server sat idle, from the clock it is given; each event returns what
- * must happen (effects), which call-admission.ts carries out. The bounds it keeps:
+ * must happen (effects), which hook-call.ts carries out. The bounds it keeps:
  *
  * - Memory: the bodies being received or not yet parsed, and the answers not yet taken by their clients, hold at most
  *   BODIES_HELD times HOOKS_BODY_LIMIT. A body with a Content-Length is read once that much is set aside for it, so

@@ -4,7 +4,7 @@ import type { RequestDigest } from './etag.js'
 import { bodyTooLarge, type BodyLimits, type ReceivedBody } from './request-body.js'
 
 /**
- * Reading a hook request's body: the whole of it, into memory, as the call's admission lets it (call-admission.ts),
+ * Reading a hook request's body: the whole of it, into memory, as the call's admission lets it (hook-call.ts),
  * digested on the way for its ETag, before anything decides on it.
  */
 

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { HookName } from '../framework/controller.js'
 import type { Metrics, Outcome } from './metrics.js'
 import { observedConditions } from '../framework/wire/conditions.js'
@@ -10,23 +10,20 @@ import type { ClientGone } from './body-reading.js'
 
 export type HookResponse = CompositeResponse | DecoratorResponse
 
-/** What the log line and the metric need of a call that reached its controller. */
-export interface CallSummary {
-  parent: KubernetesObject
+/** What a call's log line and metric say of it (hook-call.ts's HookCall). */
+export interface CallFacts {
+  controller: string
+  hook: HookName
+  request: FastifyRequest
+  reply: FastifyReply
+  /** Body bytes received. */
+  received: number
+  /** The parent its hook was called for, and its answer, once they are known. */
+  parent?: KubernetesObject
   response?: HookResponse
-}
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    controller?: string
-    hook?: HookName
-  }
-  interface FastifyRequest {
-    /** Set by the route's handler. */
-    hookCall: CallSummary | null
-    /** Why the call was refused (4xx), set by the error handler: the call's log line says it. */
-    refusal: string | null
-  }
+  /** Why it was refused, as its error answer says. */
+  refusal?: string
+  etag?: string
 }
 
 function readyCondition (response: HookResponse | undefined): Condition | undefined {
@@ -45,22 +42,17 @@ function outcomeOf (hook: HookName, statusCode: number, response: HookResponse |
 }
 
 export interface HookTelemetry {
-  /** The route's `onResponse` hook. */
-  logCall: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+  /** The call's line and observation, once its answer is sent. */
+  logCall: (call: CallFacts) => void
   /** A client that closed its connection before its body arrived or was parsed: said once, at info, and counted. */
-  clientGone: (request: FastifyRequest, reply: FastifyReply, error: ClientGone) => void
+  clientGone: (call: CallFacts, error: ClientGone) => void
   /** An answer whose connection was closed before its client took it: said once, at info, and counted as aborted. */
-  answerDropped: (request: FastifyRequest, reply: FastifyReply, reason: string) => void
+  answerDropped: (call: CallFacts, reason: string) => void
 }
 
-export function hookTelemetry (fastify: FastifyInstance, metrics: Metrics): HookTelemetry {
-  // A request decoration rather than a WeakMap keyed by request: with a WeakMap, garbage collection took about a
-  // quarter of the server's CPU per hook call (measured with bench/).
-  fastify.decorateRequest('hookCall', null)
-  fastify.decorateRequest('refusal', null)
-
+export function hookTelemetry (metrics: Metrics): HookTelemetry {
   /** Counts the call in the metric; its duration, for the log line. */
-  const observe = (controller: string, hook: HookName, outcome: Outcome, reply: FastifyReply): number => {
+  const observe = ({ controller, hook, reply }: CallFacts, outcome: Outcome): number => {
     metrics.hookDuration.observe({ controller, hook, outcome }, reply.elapsedTime / 1000)
     return Math.round(reply.elapsedTime * 100) / 100
   }
@@ -73,44 +65,39 @@ export function hookTelemetry (fastify: FastifyInstance, metrics: Metrics): Hook
   }
 
   return {
-    logCall: async (request, reply) => {
-      const { controller, hook } = reply.routeOptions.config
-      if (controller === undefined || hook === undefined) return
-      const call = request.hookCall
-      const response = call?.response
+    logCall: (call) => {
+      const { controller, hook, reply, response, parent } = call
       const outcome = outcomeOf(hook, reply.statusCode, response)
-      const durationMs = observe(controller, hook, outcome, reply)
+      const durationMs = observe(call, outcome)
       countAnswer(controller, hook, reply.statusCode, response)
       // Why a Ready=False answer is not ready, as its status says: the log is where an operator looks first.
       const ready = outcome === 'not_ready' ? readyCondition(response) : undefined
-      request.log.info({
+      call.request.log.info({
         controller,
         hook,
-        parent: typeof call?.parent.metadata.name === 'string' ? objectKey(call.parent) : undefined,
-        generation: call?.parent.metadata.generation,
+        parent: typeof parent?.metadata.name === 'string' ? objectKey(parent) : undefined,
+        generation: parent?.metadata.generation,
         outcome,
-        reason: ready?.reason ?? request.refusal ?? undefined,
+        reason: ready?.reason ?? call.refusal,
         message: ready?.message,
         statusCode: reply.statusCode,
         // A 304's body is never parsed: its ETag ties it to the answer, logged with its parent, that first carried it.
-        etag: request.etag ?? undefined,
+        etag: call.etag,
         durationMs,
         children: response === undefined ? undefined : 'children' in response ? response.children.length : response.attachments.length
       }, `${controller} ${hook} ${outcome}`)
     },
-    clientGone: (request, reply, error) => {
+    clientGone: (call, error) => {
       // Nobody is left to answer: the rest of the request's steps are skipped.
-      reply.hijack()
-      const { controller, hook } = reply.routeOptions.config
-      if (controller === undefined || hook === undefined) return
-      const durationMs = observe(controller, hook, 'aborted', reply)
-      request.log.info({ controller, hook, outcome: 'aborted', bytesReceived: request.admission?.received, durationMs }, `${controller} ${hook} aborted: ${error.message}`)
+      call.reply.hijack()
+      const { controller, hook } = call
+      const durationMs = observe(call, 'aborted')
+      call.request.log.info({ controller, hook, outcome: 'aborted', bytesReceived: call.received, durationMs }, `${controller} ${hook} aborted: ${error.message}`)
     },
-    answerDropped: (request, reply, reason) => {
-      const { controller, hook } = reply.routeOptions.config
-      if (controller === undefined || hook === undefined) return
-      const durationMs = observe(controller, hook, 'aborted', reply)
-      request.log.info({ controller, hook, outcome: 'aborted', statusCode: reply.statusCode, durationMs }, `${controller} ${hook} aborted: its connection was closed, its answer not taken: ${reason}`)
+    answerDropped: (call, reason) => {
+      const { controller, hook } = call
+      const durationMs = observe(call, 'aborted')
+      call.request.log.info({ controller, hook, outcome: 'aborted', statusCode: call.reply.statusCode, durationMs }, `${controller} ${hook} aborted: its connection was closed, its answer not taken: ${reason}`)
     }
   }
 }

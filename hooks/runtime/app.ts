@@ -10,7 +10,7 @@ import type { Config } from './config.js'
 import { hookNames, type Controller } from '../framework/controller.js'
 import type { PostgresNeed } from '../database/pool.js'
 import { HookError, WrongKindError } from '../framework/errors.js'
-import type { AdmissionClock } from '../http/call-admission.js'
+import type { AdmissionClock } from '../http/hook-call.js'
 import { inTurn } from '../http/connection-turns.js'
 import { hookRoutes } from '../http/hook-routes.js'
 import { LogLines } from './log-lines.js'
@@ -231,11 +231,10 @@ function answerMisdirected (fastify: FastifyInstance, methods: ReadonlyMap<strin
 
 /**
  * Every error answer: the status's name and a message that says what to do, logged at info in one line: a hook
- * call's own line (hook-telemetry.ts), which takes the message as its reason, or for any other request this one.
+ * call's own line (http/hook-call.ts), which takes the answer's message as its reason, or for any other request this one.
  */
 async function refuse (request: FastifyRequest, reply: FastifyReply, statusCode: number, message: string): Promise<FastifyReply> {
-  if (reply.routeOptions.config.controller !== undefined) request.refusal = message
-  else request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
+  if (reply.routeOptions.config.controller === undefined) request.log.info({ statusCode, url: request.url, reason: message }, 'request refused')
   return await reply.code(statusCode).send({ error: errorName(statusCode), message } satisfies ErrorResponse)
 }
 

@@ -6,7 +6,7 @@ import { configure, needed, type Controller } from '../framework/controller.js'
 import { controllers as registry } from '../controllers.js'
 import type { Connection } from '../database/connection.js'
 import { connectPostgres, type Postgres, type PostgresNeed } from '../database/pool.js'
-import type { AdmissionClock } from '../http/call-admission.js'
+import type { AdmissionClock } from '../http/hook-call.js'
 
 /**
  * The composition root: the app, built the one way for every place that serves hooks (the server, the tests, the

@@ -1,4 +1,4 @@
-import type { AdmissionClock } from '../../hooks/http/call-admission.js'
+import type { AdmissionClock } from '../../hooks/http/hook-call.js'
 
 /**
  * Time that passes only when a test says so, for the admission of bodies (hooks/http/body-admission.ts): `clock`

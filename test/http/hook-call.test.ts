@@ -2,7 +2,7 @@ import assert from 'node:assert/strict'
 import { test } from 'node:test'
 import { setImmediate as turn } from 'node:timers/promises'
 import type { CompositeController } from '../../hooks/framework/controller.js'
-import { LINGER_MS, SLICE_BYTES } from '../../hooks/http/call-admission.js'
+import { LINGER_MS, SLICE_BYTES } from '../../hooks/http/hook-call.js'
 import { TICK_MS } from '../../hooks/http/body-admission.js'
 import { podSet } from '../../hooks/podset/index.js'
 import { podSetParent, syncRequest } from '../../dev/api-server/podset-requests.js'
@@ -12,7 +12,7 @@ import { fixture } from '../helpers/fixtures.js'
 import { slowBody } from '../helpers/slow-body.js'
 
 /**
- * hooks/http/call-admission.ts over real sockets, on a fake clock: the answers that carry the scheduler's refusals,
+ * hooks/http/hook-call.ts over real sockets, on a fake clock: the answers that carry the scheduler's refusals,
  * the connections it closes, and answers sent in slices.
  */
 
