@@ -106,6 +106,11 @@ export async function startNodeEnvironment (): Promise<NodeEnvironment> {
       })
     })
     const serviceIP = (await kubectl(['get', 'service', DEPLOYMENT, '-n', NAMESPACE, '-o', 'jsonpath={.spec.clusterIP}'])).trim()
+    // kube-proxy routes the Service to the pods a moment after they are ready.
+    await time('service', async () => await eventually('the Service answers /readyz', async () => {
+      const ready = await fetch(`http://${serviceIP}:8081/readyz`)
+      if (ready.status !== 200) throw new Error(`/readyz answered ${ready.status}`)
+    }, 60_000))
     // Rewritten in place: the bind mount holds this file's inode.
     writeFileSync(hosts, `${readFileSync('/etc/hosts', 'utf8')}\n${serviceIP} ${DEPLOYMENT}.${NAMESPACE}\n`)
     const hookPods = async (): Promise<Pod[]> => (JSON.parse(await kubectl(['get', 'pods', '-n', NAMESPACE, '-l', `app.kubernetes.io/name=${DEPLOYMENT}`, '-o', 'json'])) as { items: Pod[] }).items

@@ -118,6 +118,8 @@ export class RigError extends Error {
 }
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..')
+/** The Services' ClusterIPs. */
+export const SERVICE_CIDR = '10.0.0.0/24'
 const STOP_ORDER: Component[] = ['metacontroller', 'kube-controller-manager', 'kube-apiserver', 'etcd']
 const STOP_GRACE_MS = 5_000
 // Metacontroller's client defaults (5 QPS, burst 10) make each discovery refresh of a 1.36 apiserver (~50 group
@@ -307,7 +309,7 @@ export async function startCluster (options: ClusterOptions = {}): Promise<Clust
       '--advertise-address=127.0.0.1',
       `--secure-port=${apiPort}`,
       `--cert-dir=${pki}`,
-      '--service-cluster-ip-range=10.0.0.0/24',
+      `--service-cluster-ip-range=${SERVICE_CIDR}`,
       `--service-account-issuer=${server}`,
       `--service-account-key-file=${saKey}`,
       `--service-account-signing-key-file=${saKey}`,

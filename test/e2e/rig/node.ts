@@ -19,10 +19,10 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { freePorts, type Cluster } from './cluster.js'
+import { freePorts, SERVICE_CIDR, type Cluster } from './cluster.js'
 import { DaemonError, run, startDaemon, waitReady, type Daemon } from './process.js'
 
-/** The pod network: a /16 that is neither the rig's service range (10.0.0.0/24) nor the machine's own. */
+/** The pod network: a /16 that is neither the rig's service range (SERVICE_CIDR) nor the machine's own. */
 const POD_CIDR = '10.85.0.0/16'
 const GATEWAY = '10.85.0.1'
 const CNI_BIN_DIR = '/usr/lib/cni'
@@ -33,6 +33,13 @@ const PAUSE_IMAGE = 'localhost/e2e-pause:bin-sleep'
 /** How the node's folder (in the temporary folder) and cgroup root (`<prefix><pid>-<n>`) begin, and its bridge. */
 const NODE_PREFIX = 'e2e-node-'
 const BRIDGE_PREFIX = 'e2ebr'
+/**
+ * A connection to a ClusterIP that kube-proxy has not translated (its rules are being rewritten, or have no endpoint
+ * yet) is refused, as in a cluster, instead of leaving by the default route: on these machines a proxy there answers
+ * any port 80 with an empty 404, and a client that keeps that connection alive (Metacontroller) gets 404s for minutes.
+ * Translated connections are past the filter table's OUTPUT with a pod's address.
+ */
+const UNTRANSLATED_SERVICE_RULE = ['OUTPUT', '-d', SERVICE_CIDR, '-m', 'comment', '--comment', 'e2e-node: untranslated ClusterIP', '-j', 'REJECT']
 
 export interface NodeOptions {
   /** Images of buildah's store, imported into the node's containerd before the kubelet starts. */
@@ -109,6 +116,7 @@ export async function startNode (cluster: Cluster, options: NodeOptions = {}): P
     await run('ip', ['link', 'add', bridge, 'type', 'bridge'])
     await run('ip', ['addr', 'add', `${GATEWAY}/16`, 'dev', bridge])
     await run('ip', ['link', 'set', bridge, 'up'])
+    await run('iptables', ['-I', ...UNTRANSLATED_SERVICE_RULE])
     createCgroupRoot(cgroupName)
 
     // --- containerd -------------------------------------------------------------------------------------------------
@@ -400,6 +408,7 @@ async function teardown (t: Teardown): Promise<void> {
   await attempt('unmount', async () => { await unmountUnder(`${t.dir}/`) })
   await attempt('remove the cgroups', async () => { await removeCgroups(t.cgroupName) })
   await attempt('remove the kubelet\'s iptables chains', removeKubeletChains)
+  await attempt('remove the rule for untranslated ClusterIPs', removeUntranslatedServiceRules)
   await attempt('remove the bridge', async () => await run('ip', ['link', 'del', t.bridge]))
   await attempt('remove the folder', async () => { await rm(t.dir, { recursive: true, force: true }) })
   if (problems.length > 0) throw new DaemonError('node', `teardown left work undone:\n${problems.join('\n')}`)
@@ -429,6 +438,7 @@ async function clearLeftovers (binDir: string): Promise<void> {
     for (const cgroup of cgroups) await removeCgroups(cgroup)
     await run(join(binDir, 'kube-proxy'), ['--cleanup']).catch(() => '')
     await removeKubeletChains()
+    await removeUntranslatedServiceRules()
     for (const link of bridges) await run('ip', ['link', 'del', link])
     for (const leftover of dirs) await rm(leftover, { recursive: true, force: true })
   }
@@ -471,6 +481,13 @@ async function removeKubeletChains (): Promise<void> {
         await run(iptables, ['-t', table, '-X', chain]).catch(() => '')
       }
     }
+  }
+}
+
+/** Every copy of UNTRANSLATED_SERVICE_RULE: a node adds one, a killed run may have left others. */
+async function removeUntranslatedServiceRules (): Promise<void> {
+  for (;;) {
+    if (await run('iptables', ['-D', ...UNTRANSLATED_SERVICE_RULE]).then(() => false, () => true)) return
   }
 }
 
