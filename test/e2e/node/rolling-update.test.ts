@@ -106,8 +106,10 @@ describe('a rolling update under a steady stream of changes', () => {
       await Promise.all([stream, watch])
     }
 
-    const pods = await env.hookPods()
-    assert.deepEqual(pods.map((pod) => pod.spec.containers[0].image), [NEXT_IMAGE, NEXT_IMAGE])
+    // The rollout is done once the new pods are available; the old ones drain for HOOKS_SHUTDOWN_DELAY and more.
+    await eventually('the old pods gone, the new image on both', async () => {
+      assert.deepEqual((await env.hookPods()).map((pod) => pod.spec.containers[0].image), [NEXT_IMAGE, NEXT_IMAGE])
+    }, 120_000)
     await eventually('every row holds its PostgresWriter\'s last age, once', async () => {
       const rows = await env.postgres.query<{ id: string, age: number, copies: string }>(`SELECT id, max(age) AS age, count(*) AS copies FROM public."${TABLE}" GROUP BY id ORDER BY id`)
       assert.deepEqual(rows.map((row) => [row.id, row.age, Number(row.copies)]).sort(), [...ages].map(([name, age]) => [`${NS}/${name}`, age, 1]).sort())
