@@ -6,6 +6,7 @@
  * Metacontroller calls the hooks at the Service's name, which resolves to its ClusterIP as cluster DNS would
  * resolve it; kube-proxy's rules pick a ready pod.
  */
+import assert from 'node:assert/strict'
 import { cpSync, readFileSync, writeFileSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -204,8 +205,19 @@ export async function syncErrors (env: NodeEnvironment, namespace: string): Prom
  * apply races, retried at once: a write conflict (409) with another writer, or a child its cache had not seen yet
  * ("already exists").
  */
-export function failedHookSyncErrors (events: string[]): string[] {
+function failedHookSyncErrors (events: string[]): string[] {
   return events.filter((event) => /hook failed/.test(event))
+}
+
+/**
+ * Asserts that Metacontroller recorded no failed hook call in `namespace` (its SyncErrors) and logged none (its log);
+ * returns every SyncError, its own apply races included.
+ */
+export async function assertNoFailedHookCalls (env: NodeEnvironment, namespace: string): Promise<string[]> {
+  const events = await syncErrors(env, namespace)
+  assert.deepEqual(failedHookSyncErrors(events), [], 'Metacontroller recorded failed hook calls')
+  assert.deepEqual(failedHookCalls(env), [], 'Metacontroller logged failed calls to the hooks')
+  return events
 }
 
 /** Metacontroller's log lines about a failed call to the hooks: those that name the Service's address. */
