@@ -5,8 +5,10 @@ FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --ignore-scripts --no-audit --no-fund
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
 COPY hooks ./hooks
+COPY scripts/build.ts ./scripts/
+COPY dev/command.ts ./dev/
 RUN npm run build
 
 FROM node:20-bookworm-slim

@@ -8,7 +8,7 @@ import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import { loadConfig } from '../hooks/runtime/config.js'
-import { commandArguments, packageProgram } from '../dev/command.js'
+import { commandArguments } from '../dev/command.js'
 import { startPostgres } from '../dev/postgres-process.js'
 import { startServer as startServerProcess } from '../dev/server-process.js'
 import { deployment } from '../dev/deployment.js'
@@ -43,7 +43,7 @@ commandArguments({
   the case names; BENCH_CPU_PROF: a folder for this server's CPU profile.`,
   options: {}
 })
-execFileSync(process.execPath, [packageProgram('typescript', 'bin/tsc'), '-p', 'tsconfig.build.json'], { cwd: root, stdio: 'inherit' })
+execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { cwd: root, stdio: 'inherit' })
 
 const seconds = Number(process.env.BENCH_DURATION ?? 5)
 if (!(seconds > 0)) throw new Error(`BENCH_DURATION=${process.env.BENCH_DURATION}: expected a number of seconds above 0`)

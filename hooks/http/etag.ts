@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
-import { join, relative } from 'node:path'
+import { basename, dirname, join, relative } from 'node:path'
 import { xxh3 } from '@node-rs/xxhash'
 import type { Controller, HookName } from '../framework/controller.js'
 
@@ -27,14 +27,15 @@ export function answersFromRequestAlone (controller: Controller): boolean {
 let build: string | undefined
 
 /**
- * The build that answers: a digest of the server's code (the folder above this module's, hooks/ or dist/),
- * of the locked dependencies and of the Node.js version. A restart of the same build gives the same ETags, so
- * Metacontroller's cache survives it; another build gives others, so no answer of an older build is ever reused.
+ * The build that answers: a digest of the server's code (hooks/ from source, whose http/ holds this module; dist/ as
+ * built, where this module is bundled into server.js), of the locked dependencies and of the Node.js version. A
+ * restart of the same build gives the same ETags, so Metacontroller's cache survives it; another build gives others, so
+ * no answer of an older build is ever reused.
  */
 export function buildIdentity (): string {
   if (build !== undefined) return build
   const digest = createHash('sha256').update(`node ${process.version}\n`)
-  const code = join(import.meta.dirname, '..')
+  const code = basename(import.meta.dirname) === 'http' ? dirname(import.meta.dirname) : import.meta.dirname
   const files = (readdirSync(code, { recursive: true, withFileTypes: true }))
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name))
