@@ -9,11 +9,21 @@ export interface ConditionInput {
   message: string
 }
 
-/** Kubernetes timestamps carry whole seconds: `2026-11-22T18:46:34Z`. */
+/**
+ * Kubernetes timestamps carry whole seconds: `2026-11-22T18:46:34Z`. Every hook call stamps its time, so the text of
+ * the last second is kept for the calls within it.
+ */
 export function kubernetesTime (date: Date): string {
-  // toISOString() is `YYYY-MM-DDTHH:mm:ss.sssZ` for every year from 0 to 9999.
-  return `${date.toISOString().slice(0, 19)}Z`
+  const second = Math.floor(date.getTime() / 1000)
+  if (second !== lastSecond) {
+    // toISOString() is `YYYY-MM-DDTHH:mm:ss.sssZ` for every year from 0 to 9999.
+    lastText = `${date.toISOString().slice(0, 19)}Z`
+    lastSecond = second
+  }
+  return lastText
 }
+let lastSecond = Number.NaN
+let lastText = ''
 
 /** The conditions of an observed status, keeping only well-formed entries. */
 export function observedConditions (status: unknown): Condition[] {
