@@ -56,7 +56,6 @@ export function serverOptions (config: Config): FastifyServerOptions & { https?:
     logController: new LogController({ disableRequestLogging: true }),
     logger: {
       level: config.logLevel,
-      redact: { paths: ['req.headers.authorization', 'password', '*.password'], censor: '***' },
       stream: stdout
     },
     // Request bodies are checked with TypeBox's compiler, as specs are (spec.ts): one validator. Fastify still loads
