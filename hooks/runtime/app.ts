@@ -58,6 +58,9 @@ export function serverOptions (config: Config): FastifyServerOptions & { https?:
       level: config.logLevel,
       stream: stdout
     },
+    // Requests log through the server's logger itself: the one line of a hook call names its controller, hook and
+    // parent, and a child logger per request, to bind a request id that no line needs, took 0.7 % of the CPU.
+    childLoggerFactory: (logger) => logger,
     // Request bodies are checked with TypeBox's compiler, as specs are (spec.ts): one validator. Fastify still loads
     // ajv, but compiles no ajv validator, which held 6 MiB more of resident memory.
     // (Fastify types this factory as ajv's, whose compilers take more than a route's schema.)
