@@ -30,7 +30,8 @@ function readyCondition (response: HookResponse | undefined): Condition | undefi
   return observedConditions(response?.status).find((condition) => condition.type === 'Ready')
 }
 
-function outcomeOf (hook: HookName, statusCode: number, response: HookResponse | undefined): Outcome {
+/** `ready`: the answer's Ready condition. */
+function outcomeOf (hook: HookName, statusCode: number, response: HookResponse | undefined, ready: Condition | undefined): Outcome {
   if (statusCode === 304) return 'not_modified'
   if (statusCode === 503) return 'overloaded'
   if (statusCode >= 500) return 'error'
@@ -38,7 +39,7 @@ function outcomeOf (hook: HookName, statusCode: number, response: HookResponse |
   if (response === undefined) return 'ok'
   // Metacontroller reads a missing `finalized` as false.
   if (hook === 'finalize') return response.finalized === true ? 'finalized' : 'pending'
-  return readyCondition(response)?.status === 'False' ? 'not_ready' : 'ok'
+  return ready?.status === 'False' ? 'not_ready' : 'ok'
 }
 
 export interface HookTelemetry {
@@ -58,28 +59,28 @@ export function hookTelemetry (metrics: Metrics): HookTelemetry {
   }
 
   /** The Ready condition of a 200, or the status code of a refusal (4xx, 503), in their counters. */
-  const countAnswer = (controller: string, hook: HookName, statusCode: number, response: HookResponse | undefined): void => {
-    const ready = statusCode === 200 ? readyCondition(response) : undefined
-    if (ready !== undefined) metrics.answers.inc({ controller, hook, ready: ready.status, reason: ready.reason })
+  const countAnswer = (controller: string, hook: HookName, statusCode: number, ready: Condition | undefined): void => {
+    if (statusCode === 200 && ready !== undefined) metrics.answers.inc({ controller, hook, ready: ready.status, reason: ready.reason })
     if ((statusCode >= 400 && statusCode < 500) || statusCode === 503) metrics.refusals.inc({ controller, hook, code: statusCode })
   }
 
   return {
     logCall: (call) => {
       const { controller, hook, reply, response, parent } = call
-      const outcome = outcomeOf(hook, reply.statusCode, response)
+      const ready = readyCondition(response)
+      const outcome = outcomeOf(hook, reply.statusCode, response, ready)
       const durationMs = observe(call, outcome)
-      countAnswer(controller, hook, reply.statusCode, response)
+      countAnswer(controller, hook, reply.statusCode, ready)
       // Why a Ready=False answer is not ready, as its status says: the log is where an operator looks first.
-      const ready = outcome === 'not_ready' ? readyCondition(response) : undefined
+      const notReady = outcome === 'not_ready' ? ready : undefined
       call.request.log.info({
         controller,
         hook,
         parent: typeof parent?.metadata.name === 'string' ? objectKey(parent) : undefined,
         generation: parent?.metadata.generation,
         outcome,
-        reason: ready?.reason ?? call.refusal,
-        message: ready?.message,
+        reason: notReady?.reason ?? call.refusal,
+        message: notReady?.message,
         statusCode: reply.statusCode,
         // A 304's body is never parsed: its ETag ties it to the answer, logged with its parent, that first carried it.
         etag: call.etag,
