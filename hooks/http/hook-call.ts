@@ -200,9 +200,8 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
   fastify.decorateRequest('call', null)
 
   // --- 2. the body, read whole into memory as the scheduler lets it --------------------------------------------------
-  const readBody = (digest: (() => RequestDigest) | undefined) => async (request: FastifyRequest, _reply: FastifyReply, payload: Readable): Promise<void> => {
-    const call = request.call as HookCall
-    if (!isJson(request.headers['content-type'])) return
+  /** Reads the body of `call`, digesting it for its ETag when `digest` is given. */
+  const readBody = async (call: HookCall, payload: Readable, digest: (() => RequestDigest) | undefined): Promise<void> => {
     if (call.announced !== undefined && call.announced > limits.bytes) throw bodyTooLarge(limits.bytes)
     const requestDigest = digest?.()
     call.admitted = true
@@ -237,31 +236,39 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
     call.etag = requestDigest?.etag()
   }
 
-  /** The 304 of a request whose If-None-Match holds its own ETag; awaiting the reply keeps the later steps from running. */
-  const answerNotModified = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const { etag } = request.call as HookCall
-    if (etag !== undefined && noneMatchHolds(request.headers['if-none-match'], etag)) await reply.code(304).header('etag', etag).send()
-  }
-
-  const awaitParseTurn = async (request: FastifyRequest): Promise<void> => {
+  /**
+   * The body read, then the 304 of a request whose If-None-Match holds its own ETag, or the wait for a turn to parse
+   * it. One step rather than three: each step of fastify's costs every call a promise.
+   */
+  const receive = (digest: (() => RequestDigest) | undefined) => async (request: FastifyRequest, reply: FastifyReply, payload: Readable): Promise<void> => {
     const call = request.call as HookCall
-    if (call.body !== undefined) await awaitTurn(call, 'parseTurn', () => scheduler.parse(call))
+    if (!isJson(request.headers['content-type'])) return
+    await readBody(call, payload, digest)
+    if (call.etag !== undefined && noneMatchHolds(request.headers['if-none-match'], call.etag)) {
+      // Awaiting the reply keeps the later steps from running.
+      await reply.code(304).header('etag', call.etag).send()
+    } else if (call.body !== undefined) {
+      await awaitTurn(call, 'parseTurn', () => scheduler.parse(call))
+    }
   }
 
   // --- 3. the parse ----------------------------------------------------------------------------------------------
-  fastify.removeContentTypeParser('application/json')
-  fastify.addContentTypeParser('application/json', async (request: FastifyRequest) => {
-    const call = request.call as HookCall
+  /** The body of `call` parsed, and let go. */
+  const parsed = (call: HookCall): unknown => {
     const { body } = call
     // A Content-Type that fastify takes for JSON, but this server does not read as a hook request.
-    if (body === undefined) throw new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(request.headers['content-type'])
+    if (body === undefined) throw new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(call.request.headers['content-type'])
     call.body = undefined
     if (call.unread === undefined || !scannedFirst(body, limits)) return parseBody(body, limits)
     // The parse lets go of the chunks it joins; the whole body is parsed again only for an answer that keeps every
     // child as it is.
     call.inFull = () => parseBody(body, limits)
     return parseBody({ chunks: [...body.chunks], length: body.length }, limits, call.unread)
-  })
+  }
+
+  fastify.removeContentTypeParser('application/json')
+  // In the callback style, as the steps below: an async one would cost every call a promise.
+  fastify.addContentTypeParser('application/json', (request, _payload, done) => { done(null, parsed(request.call as HookCall)) })
 
   // --- 4. the answer ---------------------------------------------------------------------------------------------
   const answer = async (call: HookCall, controller: Controller, io: object, parent: KubernetesObject, run: AnyServedHook): Promise<HookResponse | FastifyReply> => {
@@ -270,22 +277,26 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
     const arrivedAt = performance.now() - call.reply.elapsedTime
     const context = hookContext(controller, parent, kubernetesTime(options.clock()), io, driftRepaired, arrivedAt)
     const weight = answerWeight(controller, context.parent, call.received)
+    // Awaited only when it has to wait, as most light steps do not: an await costs a turn of the microtask queue.
+    let turn: Promise<void> | undefined
     try {
       if (!await awaitTurn(call, 'answerTurn', () => scheduler.answer(call, weight))) return call.reply
-      await cpu.turn(weight)
+      turn = cpu.turn(weight)
+      if (turn !== undefined) await turn
       call.response = await run(call.request.body, context, call.inFull)
     } finally {
       // The body's chunks go with it: admission takes their memory as given back once the answer is built.
       call.inFull = undefined
     }
     if (call.etag !== undefined) call.reply.header('etag', call.etag)
-    await cpu.turn(weight)
+    turn = cpu.turn(weight)
+    if (turn !== undefined) await turn
     return call.response
   }
 
   // --- 5. the hand-over ------------------------------------------------------------------------------------------
-  fastify.addHook('onSend', async (request, reply, payload) => {
-    const call = request.call as HookCall
+  /** The answer to `call` as handed to its connection: counted by the scheduler, and in slices when it is large. */
+  const handedOver = (call: HookCall, reply: FastifyReply, payload: unknown): unknown => {
     if (reply.statusCode >= 400 && typeof payload === 'string') call.refusal = refusalOf(payload)
     if (!call.admitted) return payload
     const length = typeof payload === 'string' ? Buffer.byteLength(payload) : Buffer.isBuffer(payload) ? payload.length : 0
@@ -299,7 +310,8 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
     // side once it had the answer).
     reply.raw.once('close', () => { if (!reply.raw.writableFinished) telemetry.logCall(call) })
     return lingering(Buffer.from(payload))
-  })
+  }
+  fastify.addHook('onSend', (request, reply, payload, done) => { done(null, handedOver(request.call as HookCall, reply, payload)) })
 
   fastify.addHook('onClose', async () => { stopTicking?.() })
 
@@ -314,12 +326,11 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
         config: { controller: controller.name, hook },
         schema: { body: controller.type === 'composite' ? CompositeRequestSchemas[hook] : DecoratorRequestSchemas[hook] },
         onRequest: [
-          // In the callback style: an async hook would cost every call a promise.
           (request, reply, done) => { request.call = new HookCall(controller.name, hook, unread, request, reply); done() },
           ...(authenticate === undefined ? [] : [authenticate])
         ],
-        preParsing: digest === undefined ? [readBody(undefined), awaitParseTurn] : [readBody(digest), answerNotModified, awaitParseTurn],
-        onResponse: async (request) => { telemetry.logCall(request.call as HookCall) }
+        preParsing: receive(digest),
+        onResponse: (request, _reply, done) => { telemetry.logCall(request.call as HookCall); done() }
       }
       const parentOf = controller.type === 'composite'
         ? (request: FastifyRequest) => (request.body as CompositeRequest).parent

@@ -135,8 +135,9 @@ export async function app (fastify: FastifyInstance, options: AppOptions): Promi
   fastify.removeContentTypeParser('text/plain')
 
   // While draining, answers close their connection, so that keep-alive clients do not hold the shutdown open.
-  fastify.addHook('onSend', async (_request, reply) => {
+  fastify.addHook('onSend', (_request, reply, _payload, done) => {
     if (lifecycle.draining) reply.header('connection', 'close')
+    done()
   })
 
   await fastify.register(probeRoutes, { probes })
@@ -227,7 +228,11 @@ function answerMisdirected (fastify: FastifyInstance, methods: ReadonlyMap<strin
       ? `${path} is a hook: send the Metacontroller hook request with POST and Content-Type: application/json, not ${request.method}`
       : `${path} answers GET (and HEAD) only, not ${request.method}`)
   }
-  fastify.addHook('onRequest', async (request, reply) => request.is404 ? await answer(request, reply) : undefined)
+  // In the callback style: an async hook would cost every request a promise.
+  fastify.addHook('onRequest', (request, reply, done) => {
+    if (request.is404) answer(request, reply).catch(done)
+    else done()
+  })
   fastify.setNotFoundHandler(answer)
 }
 
