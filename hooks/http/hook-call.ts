@@ -92,7 +92,7 @@ export interface AdmissionClock extends SchedulerClock {
 /** The process's clock; its idle time is the event loop's (time spent waiting for I/O). */
 export const processClock: AdmissionClock = {
   now: () => performance.now(),
-  idle: () => performance.eventLoopUtilization().idle,
+  idle: () => performance.nodeTiming.idleTime,
   every: (ms, run) => {
     const timer = setInterval(run, ms).unref()
     return () => { clearInterval(timer) }
@@ -160,13 +160,15 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
           call.reply.raw.destroy()
       }
     }
-    // One ticker for every call, while there are calls.
-    if (scheduler.calls.size > 0 && stopTicking === undefined) {
-      stopTicking = clock.every(TICK_MS, () => { carryOut(scheduler.tick()) })
-    } else if (scheduler.calls.size === 0 && stopTicking !== undefined) {
-      stopTicking()
-      stopTicking = undefined
-    }
+    // One ticker for every call, while there are calls. It stops at a tick that finds none rather than with the last
+    // call: calls that come one at a time would each start and stop a timer.
+    if (scheduler.calls.size > 0 && stopTicking === undefined) stopTicking = clock.every(TICK_MS, tick)
+  }
+
+  const tick = (): void => {
+    if (scheduler.calls.size > 0) return carryOut(scheduler.tick())
+    stopTicking?.()
+    stopTicking = undefined
   }
 
   /** Carries out the effects of an event of `call`'s own, except that it may read on: that, the caller sees in its phase. */
