@@ -550,7 +550,7 @@ export function benchmarkCharts (results: Results): Record<string, string> {
 }
 
 /** The page that says where a call's CPU goes, step by step, from docs/. */
-const CALL_STEPS_PAGE = 'architecture.md#the-path-of-a-hook-call'
+const CALL_STEPS_PAGE = 'architecture.md#what-a-call-costs'
 
 /** The columns of a case measured on this server and one reference: the load it was given, its latency, its CPU. */
 function sideCells (row: Row | undefined, reference: Row | undefined): string[] {
@@ -644,7 +644,7 @@ export function benchmarkPage (results: Results): string {
       'Runs on a shared or busy machine differ by more than some of the gaps below: compare sides within this run, not with another.',
     '',
     ...charts.includes(CHART_FILES.memory) ? [`![Peak resident memory against the request's size, for this server and its peers](${CHART_FILES.memory})`, ''] : [],
-    `Where each part of a call's CPU goes, step by step: [the path of a hook call](${CALL_STEPS_PAGE}).`,
+    `Where each part of a call's CPU goes, step by step: [what a call costs](${CALL_STEPS_PAGE}).`,
     '',
     '## Targets',
     '',

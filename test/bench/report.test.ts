@@ -190,7 +190,7 @@ test('the page opens with the fixed cost of a call and the replayed burst, each 
   assert.match(opening, /^\*\*A hook call with next to no work of its own costs this server 0\.45 ms of CPU\*\*, 1\.25× a bare fastify hook's 0\.36 ms \(a 1-pod PodSet sync at 1,000 calls\/s;/m)
   assert.match(opening, /On a burst of 1,400 calls recorded from a real Metacontroller v4\.17\.2 \(300 PostgresWriters applied at once, their statuses written, resynced, and 200 of them deleted\), it spent \*\*1\.2 ms of CPU a call\*\*, 1\.20× a naive hook's 1\.0 ms\./)
   assert.ok(opening.indexOf('A hook call costs') < opening.indexOf('![CPU time'), 'the sentence, then the chart')
-  assert.match(opening, /\[the path of a hook call\]\(architecture\.md#the-path-of-a-hook-call\)/)
+  assert.match(opening, /\[what a call costs\]\(architecture\.md#what-a-call-costs\)/)
   assert.match(page, /^## The fixed cost of a call\n\nA PodSet sync with one pod \(7\.7 KiB\), sent at 1,000 calls\/s, evenly spaced, over up to 5 connections/m)
   assert.match(page, /^\| this server \| 1000 \| 1\.00 \| 2\.00 \| 0\.450 \| 1\.25× \|$/m)
   assert.match(page, /^\| bare fastify hook \| 1000 \| 1\.00 \| 2\.00 \| 0\.360 \| {2}\|$/m)
