@@ -25,11 +25,12 @@ import { WEBHOOK_TIMEOUT_SECONDS } from '../framework/wire/webhook.js'
  *   comes first, gets 503 then (the server, not the client, took the time), so that every call is answered within
  *   that bound.
  * - Parsing: a body is parsed once it has arrived, and HOOKS_BODY_LIMIT of bodies at most are parsed and answered at
- *   once (any body alone), the first that fits in arrival order, as parsing costs many times a body's bytes.
+ *   once (any body alone), the first that fits in arrival order, as parsing costs many times a body's bytes. Bodies of
+ *   at most SMALL_BYTES may go RESERVE of the limit beyond it, so that a small call is parsed beside a large one.
  * - Answering: before its answer is built, a call sets aside the bytes its controller says the answer may take (a
  *   small request can ask for a large answer), beyond those its body holds, up to HOOKS_BODY_LIMIT; the first that
- *   fits in arrival order goes. The last ANSWER_RESERVE of the memory is kept for answers that add at most
- *   SMALL_ANSWER_BYTES, so that large answers never hold up every small call; an answer that fits nowhere is built
+ *   fits in arrival order goes. The last RESERVE of the memory is kept for answers that add at most SMALL_BYTES,
+ *   so that large answers never hold up every small call; an answer that fits nowhere is built
  *   anyway when no other answer is being built. A body's memory and its share of parsing are given back once its
  *   answer is built.
  * - Waiting: a call still waiting, for memory, to be parsed or to build its answer, HOOKS_ADMISSION_TIMEOUT after its
@@ -51,11 +52,13 @@ export const STALL_MS = 300
 export const PROGRESS_BYTES = 16 * 1024
 
 /**
- * The share of the memory kept for answers that add at most SMALL_ANSWER_BYTES: at the default limit, 8 MiB, room
- * for sixteen of them beside large answers that fill the rest.
+ * What is kept for small calls, those whose body or answer takes at most SMALL_BYTES: the last eighth of the memory
+ * for their answers (at the default limit, 8 MiB, room for sixteen beside large answers that fill the rest), and an
+ * eighth of HOOKS_BODY_LIMIT beyond it for their parses (without it, a small body waited for every body at the limit
+ * that arrived before it to be parsed and answered, over 1 s behind four).
  */
-export const ANSWER_RESERVE = 1 / 8
-export const SMALL_ANSWER_BYTES = 512 * 1024
+export const RESERVE = 1 / 8
+export const SMALL_BYTES = 512 * 1024
 
 /** How often `tick` is to be called while there are calls, to check deadlines. */
 export const TICK_MS = 100
@@ -366,7 +369,7 @@ export class BodyAdmission<C extends Call = Call> {
         call.phase = 'answering'
         this.answering++
         effects.push({ call, action: 'answer' })
-      } else if (call.phase === 'queued to parse' && (this.parsing === 0 || this.parsing + call.received <= this.bounds.limit)) {
+      } else if (call.phase === 'queued to parse' && this.parseFits(call.received)) {
         call.phase = 'parsing'
         this.parsing += call.received
         effects.push({ call, action: 'parse' })
@@ -375,10 +378,16 @@ export class BodyAdmission<C extends Call = Call> {
     return effects
   }
 
-  /** Whether an answer adding `need` may be built: see ANSWER_RESERVE. */
+  /** Whether an answer adding `need` may be built: see RESERVE. */
   private answerFits (need: number): boolean {
-    const room = need <= SMALL_ANSWER_BYTES ? this.capacity : this.capacity * (1 - ANSWER_RESERVE)
+    const room = need <= SMALL_BYTES ? this.capacity : this.capacity * (1 - RESERVE)
     return this.held + need <= room || this.answering === 0
+  }
+
+  /** Whether a body of `bytes` may be parsed beside those being parsed: see RESERVE. */
+  private parseFits (bytes: number): boolean {
+    const room = bytes <= SMALL_BYTES ? this.bounds.limit * (1 + RESERVE) : this.bounds.limit
+    return this.parsing + bytes <= room || this.parsing === 0
   }
 
   private smallestWaiting (): C | undefined {

@@ -271,7 +271,7 @@ test('parsing: HOOKS_BODY_LIMIT of bodies at once, the first that fits in arriva
   const { decisions, parsed, answer, scheduler } = harness()
   const huge = parsed('huge', LIMIT)
   const a = parsed('a', 600 * 1024)
-  const b = parsed('b', 500 * 1024)
+  const b = parsed('b', 520 * 1024)
   const c = parsed('c', 300 * 1024)
   assert.deepEqual(decisions().filter((line) => line.endsWith('parse')), ['huge parse'])
   answer(huge, 100)
@@ -281,6 +281,19 @@ test('parsing: HOOKS_BODY_LIMIT of bodies at once, the first that fits in arriva
   answer(b, 100)
   answer(c, 100)
   assert.equal(scheduler.parsing, 0)
+})
+
+test('a small body is parsed beside a body at the limit, within an eighth of the limit beyond it', () => {
+  const { decisions, parsed, answer } = harness()
+  const huge = parsed('huge', LIMIT)
+  parsed('small', 100 * 1024)
+  parsed('second small', 40 * 1024)
+  parsed('third small', 20 * 1024)
+  parsed('large', 600 * 1024)
+  assert.deepEqual(decisions().filter((line) => line.endsWith('parse')), ['huge parse', 'small parse', 'third small parse'],
+    'the second does not fit in the eighth beside the first; the third does, and a body over 512 KiB waits')
+  answer(huge, 100)
+  assert.deepEqual(decisions(), ['second small parse', 'large parse'])
 })
 
 test('answers are charged once built and given back as taken; one not taken within HOOKS_BODY_TIMEOUT is closed; one that stalls gives way to a waiting call', () => {
