@@ -97,7 +97,7 @@ const SERVER = {
       minimum: 1,
       maximum: 3600,
       summary: 'seconds before `/readyz` or `/metrics` checks the database again',
-      details: '`/readyz` (in its body) and `/metrics` (`metacontroller_hooks_database_up`) say whether PostgreSQL answers a `SELECT 1` through the pool. A check starts when one of them is asked and the last one is older than this; the answer waits for it at most half a second, then gives the last known state. At the readiness probe\'s period of 5 s that is one `SELECT 1` per pod every 5 s. The server also checks once at start-up, and logs each change of state once, with the reason of a failure.'
+      details: '`/readyz` (in its body) and `/metrics` (`metacontroller_hooks_database_up`) say whether PostgreSQL answers a `SELECT 1` through the pool. A check starts when one of them is asked and the last one is older than this; `/readyz` answers at once with the last known state, `/metrics` waits for the check at most half a second. At the readiness probe\'s period of 5 s that is one `SELECT 1` per pod every 5 s. The server also checks once at start-up, and logs each change of state once, with the reason of a failure.'
     }),
   }
 } satisfies VariableGroup

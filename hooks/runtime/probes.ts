@@ -8,7 +8,7 @@ import { createMetrics, type Metrics } from '../http/metrics.js'
  * kubelet and scrapers reach without a client certificate when the hook port asks for one.
  */
 
-/** The longest /readyz or /metrics waits for a database check before answering with the last known state. */
+/** The longest /metrics waits for a database check before answering with the last known state. */
 export const DATABASE_CHECK_WAIT_MS = 500
 
 export interface DatabaseState {
@@ -21,7 +21,7 @@ export interface DatabaseState {
 
 /**
  * PostgreSQL's reachability as readiness and the metrics report it. A check (`SELECT 1` through the pool) starts only
- * when someone asks and the last one is older than the interval, one at a time; the asker waits for it at most
+ * when someone asks and the last one is older than the interval, one at a time; nobody waits for it longer than
  * DATABASE_CHECK_WAIT_MS, so a probe never hangs on a database that does not answer.
  */
 export class DatabaseHealth {
@@ -31,14 +31,28 @@ export class DatabaseHealth {
 
   constructor (private readonly postgres: Pick<Postgres, 'pool' | 'description' | 'conceal'>, private readonly intervalMs: number, private readonly log: FastifyBaseLogger) {}
 
+  /** The last known state, at once; a check starts when it is older than the interval. */
+  current (): DatabaseState {
+    this.refresh()
+    return this.last
+  }
+
+  /** The state once a check that was due has ended, or after DATABASE_CHECK_WAIT_MS, whichever comes first. */
   async state (): Promise<DatabaseState> {
-    if (Date.now() - this.lastAt >= this.intervalMs) {
-      this.checking ??= this.check().finally(() => { this.checking = undefined })
+    const checking = this.refresh()
+    if (checking !== undefined) {
       let timer: NodeJS.Timeout | undefined
-      await Promise.race([this.checking, new Promise((resolve) => { timer = setTimeout(resolve, DATABASE_CHECK_WAIT_MS) })])
+      await Promise.race([checking, new Promise((resolve) => { timer = setTimeout(resolve, DATABASE_CHECK_WAIT_MS) })])
       clearTimeout(timer)
     }
     return this.last
+  }
+
+  /** The check under way, started when the last one is older than the interval; undefined when none is due. */
+  private refresh (): Promise<void> | undefined {
+    if (Date.now() - this.lastAt < this.intervalMs) return undefined
+    this.checking ??= this.check().finally(() => { this.checking = undefined })
+    return this.checking
   }
 
   private async check (): Promise<void> {
@@ -75,14 +89,16 @@ export function createProbes (options: { config: Config, io: Partial<PostgresNee
 
 /**
  * `/healthz` (the process answers), `/readyz` (503 only while draining: every hook can be served whatever the database
- * does, since PostgresWriter reports an unreachable database in its own status; the database's state is in the body)
- * and `/metrics`.
+ * does, since PostgresWriter reports an unreachable database in its own status; the database's last known state is in
+ * the body) and `/metrics`. /readyz waits for nothing: a busy server reaches the probe between two heavy steps (a body
+ * at HOOKS_BODY_LIMIT parsed on a busy node), and the answer of a database check would come only after another,
+ * against the kubelet's 1 s timeout.
  */
 export const probeRoutes: FastifyPluginAsync<{ probes: Probes }> = async (fastify, { probes }) => {
   fastify.get('/healthz', async () => ({ status: 'ok' }))
 
   fastify.get('/readyz', async (_request, reply) => {
-    const database = await probes.database?.state()
+    const database = probes.database?.current()
     const { draining } = probes.lifecycle
     return await reply.code(draining ? 503 : 200).send({ status: draining ? 'draining' : 'ready', ...(database === undefined ? {} : { database }) })
   })

@@ -70,7 +70,7 @@ test('PostgreSQL stopped: /readyz stays 200 and reports the database down, metac
 const CONNECT_TIMEOUT_MS = 20_000
 assert.ok(DATABASE_CHECK_WAIT_MS < CONNECT_TIMEOUT_MS / 10)
 
-test('a database that accepts connections and never answers: /readyz and /metrics answer without waiting for it', async (t) => {
+test('a database that accepts connections and never answers: /readyz answers at once, /metrics without waiting for it', async (t) => {
   const silent: Socket[] = []
   const server = createServer((socket) => { silent.push(socket) })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -80,11 +80,11 @@ test('a database that accepts connections and never answers: /readyz and /metric
   })
   const { port } = server.address() as { port: number }
   const { app } = await build(t, { databaseUrl: `postgres://nobody:secret@127.0.0.1:${port}/none`, env: { PG_CONNECT_TIMEOUT: String(CONNECT_TIMEOUT_MS / 1000) } })
-  // Bounds far from both sides, so that a busy machine cannot make them flake: the answers wait for the check about
-  // DATABASE_CHECK_WAIT_MS, and the check itself would take the whole connect timeout.
+  // Bounds far from both sides, so that a busy machine cannot make them flake: /readyz waits for no timer, /metrics
+  // for the check about DATABASE_CHECK_WAIT_MS, and the check itself would take the whole connect timeout.
   const first = await readiness(app)
   assert.deepEqual([first.statusCode, first.body.database], [200, { status: 'unknown' }])
-  assert.ok(first.ms < CONNECT_TIMEOUT_MS / 2, `/readyz answered in ${Math.round(first.ms)} ms`)
+  assert.ok(first.ms < DATABASE_CHECK_WAIT_MS, `/readyz answered in ${Math.round(first.ms)} ms: it waited for the database check`)
   const started = performance.now()
   assert.equal(await databaseUp(app), '0', 'not known to be up')
   assert.ok(performance.now() - started < CONNECT_TIMEOUT_MS / 2, '/metrics did not wait for the database either')
