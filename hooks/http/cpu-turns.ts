@@ -5,8 +5,12 @@
  * every AGING_MS, so that a large one steps in time however many small ones keep coming.
  */
 
-/** A step lighter than this runs at once when no other step waits: it would cost less than the turn it waits for. */
-export const LIGHT_STEP_BYTES = 64 * 1024
+/**
+ * A step lighter than this runs at once when no other step waits: it takes a few milliseconds at most (a 544 KiB body
+ * parses in 2.5 ms), less than turns cost it. Five 100-pod syncs at once took 22 % more CPU a call when their steps
+ * waited for turns, and their young-generation collections six times as long.
+ */
+export const LIGHT_STEP_BYTES = 1024 * 1024
 
 /** How long a waiting step takes to weigh half as much. */
 export const AGING_MS = 1000

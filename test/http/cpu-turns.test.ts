@@ -15,6 +15,7 @@ async function order (turns: CpuTurns, weights: Array<[string, number]>): Promis
 test('a light step runs at once when no other step waits; a heavy one waits for a turn of the event loop', async () => {
   const turns = new CpuTurns()
   assert.equal(turns.turn(LIGHT_STEP_BYTES - 1), undefined)
+  assert.equal(turns.turn(544 * 1024), undefined, 'the body of a 100-pod PodSet sync is light')
   const heavy = turns.turn(LIGHT_STEP_BYTES)
   assert.ok(heavy instanceof Promise)
   assert.notEqual(turns.turn(1), undefined, 'behind a waiting step, a light one waits too')
