@@ -100,7 +100,7 @@ export async function serve (options: ServeOptions = {}): Promise<void> {
   fastify.log.info({ controllers: controllers.map((c) => c.name), database: postgres?.description, port: portOf(fastify), probePort: portOf(probeServer) }, 'hook server ready')
   // Checked once now, so that a database that cannot be reached (a wrong password, a wrong host) is said at start-up,
   // not at the first probe; a change is logged, an unchanged state is not.
-  void probes.database?.state()
+  probes.database?.current()
 }
 
 /** Why a port cannot be listened on, and what to do, in one line. */
