@@ -30,9 +30,8 @@ import { WEBHOOK_TIMEOUT_SECONDS } from '../framework/wire/webhook.js'
  * - Answering: before its answer is built, a call sets aside the bytes its controller says the answer may take (a
  *   small request can ask for a large answer), beyond those its body holds, up to HOOKS_BODY_LIMIT; the first that
  *   fits in arrival order goes. The last RESERVE of the memory is kept for answers that add at most SMALL_BYTES,
- *   so that large answers never hold up every small call; an answer that fits nowhere is built
- *   anyway when no other answer is being built. A body's memory and its share of parsing are given back once its
- *   answer is built.
+ *   so that large answers never hold up every small call; an answer that fits nowhere is built anyway when no other
+ *   answer is being built. A body's memory and its share of parsing are given back once its answer is built.
  * - Waiting: a call still waiting, for memory, to be parsed or to build its answer, HOOKS_ADMISSION_TIMEOUT after its
  *   arrival is answered 503 with Retry-After.
  */
