@@ -83,23 +83,44 @@ test('an answer over the budget is not sent: Ready=False AnswerTooLarge naming t
   assert.ok(Math.abs(estimate - size) < size / 10, `about ${estimate} for ${size}`)
 })
 
-test('a controller whose schema leaves its answer unbounded still gets the budget: the 207 MB answer of a 21 KB request is never built into text', async (t) => {
-  const unboundedResource = customResource({
-    group: podSetResource.group,
-    version: podSetResource.version,
-    kind: podSetResource.kind,
-    spec: Type.Object({ replicas: Type.Integer(), image: Type.String(), command: Type.Array(Type.String()) }),
-    status: {},
-    printerColumns: []
-  })
-  const unbounded: CompositeController<any> = { ...podSet, resource: unboundedResource }
-  const { app } = await build(t, { databaseUrl: false, controllers: [unbounded] })
-  const request = fixture('podset', 'first-sync')
-  request.parent.spec = { replicas: 10_000, image: 'busybox', command: ['sh', '-c', `echo ${'x'.repeat(20_000)}`] }
-  const response = await app.inject({ method: 'POST', url: '/podset/sync', payload: request })
-  assert.equal(response.statusCode, 200)
-  const ready = response.json().status.conditions[0]
-  assert.deepEqual([ready.status, ready.reason], ['False', 'AnswerTooLarge'])
-  assert.match(ready.message, /it passes 16777216 bytes \(HOOKS_BODY_LIMIT, the most an answer may be\) by its 8\d\d(st|nd|rd|th) child of 10000, about 20\d MB in all\./)
-  assert.deepEqual(response.json().children, [])
+/** PodSet's resource, without the bounds of its spec. */
+const unboundedResource = customResource({
+  group: podSetResource.group,
+  version: podSetResource.version,
+  kind: podSetResource.kind,
+  spec: Type.Object({ replicas: Type.Integer(), image: Type.String(), command: Type.Array(Type.String()) }),
+  status: {},
+  printerColumns: []
 })
+
+/** Runs `work`, and gives back with its result the length of the longest text JSON.stringify made meanwhile. */
+async function longestJson<T> (work: () => Promise<T>): Promise<[T, number]> {
+  const stringify = JSON.stringify
+  let longest = 0
+  JSON.stringify = ((...args: Parameters<typeof stringify>) => {
+    const text = stringify(...args)
+    longest = Math.max(longest, text?.length ?? 0)
+    return text
+  }) as typeof stringify
+  try {
+    return [await work(), longest]
+  } finally {
+    JSON.stringify = stringify
+  }
+}
+
+for (const [foresight, answerBytes] of [['foreseen by its controller', podSet.answerBytes], ['that its controller does not foresee', undefined]] as const) {
+  test(`a controller whose schema leaves its answer unbounded still gets the budget: the 207 MB answer of a 21 KB request, ${foresight}, is never built into text`, async (t) => {
+    const unbounded: CompositeController<any> = { ...podSet, resource: unboundedResource, answerBytes }
+    const { app } = await build(t, { databaseUrl: false, controllers: [unbounded] })
+    const request = fixture('podset', 'first-sync')
+    request.parent.spec = { replicas: 10_000, image: 'busybox', command: ['sh', '-c', `echo ${'x'.repeat(20_000)}`] }
+    const [response, longest] = await longestJson(async () => await app.inject({ method: 'POST', url: '/podset/sync', payload: request }))
+    assert.equal(response.statusCode, 200)
+    const ready = response.json().status.conditions[0]
+    assert.deepEqual([ready.status, ready.reason], ['False', 'AnswerTooLarge'])
+    assert.match(ready.message, /it passes 16777216 bytes \(HOOKS_BODY_LIMIT, the most an answer may be\) by its 8\d\d(st|nd|rd|th) child of 10000, about 20\d MB in all\./)
+    assert.deepEqual(response.json().children, [])
+    assert.ok(longest < 16 * 1024 * 1024, `JSON.stringify wrote ${longest} characters, over the answer budget`)
+  })
+}
