@@ -36,13 +36,30 @@ function missingPods (names: string[]): string {
   return names.length > LISTED_MISSING_PODS ? `${listed} and ${names.length - LISTED_MISSING_PODS} more` : listed
 }
 
-/** What a PodSet's answer may take: its pods, each as large as the last (the longest name), and their names in its status. */
+/**
+ * What a PodSet's answer may take: its pods, each as large as the last (the longest name), and their names in its
+ * status, as JSON.stringify writes them. Counted from the lengths of the strings a pod is made of, on a pod whose
+ * strings are empty, as JSON writes each of them as it is (names are DNS names, and the spec's image and arguments are
+ * in characters it writes alone, resource.ts): building and writing the last pod took 18 times as long.
+ */
 export function podSetAnswerBytes (parent: ParentOf<typeof podSetResource>): number {
   const spec = parent.spec()
   if (spec.replicas === 0) return 0
-  const last = desiredPod(parent, spec, spec.replicas - 1)
-  return spec.replicas * (JSON.stringify(last).length + last.metadata.name.length + 3)
+  const lastOrdinal = String(spec.replicas - 1).length
+  const podNameLength = parent.name.length + POD_NAME_INFIX.length + lastOrdinal
+  const strings = POD_NAME_USES * parent.name.length + (parent.namespace?.length ?? 0) + spec.image.length +
+    spec.command.reduce((sum, argument) => sum + argument.length + 2, Math.max(0, spec.command.length - 1))
+  const podBytes = (parent.namespace === undefined ? EMPTY_POD_BYTES : EMPTY_NAMESPACED_POD_BYTES) + lastOrdinal + strings
+  return spec.replicas * (podBytes + podNameLength + 3)
 }
+
+const POD_NAME_INFIX = podName('', 0).slice(0, -1)
+/** The parent's name is written three times in a pod: in its name, and its labels `app` and `app.kubernetes.io/instance`. */
+const POD_NAME_USES = 3
+/** A pod whose strings are empty, written, without its ordinal: without and with a namespace. */
+const emptyPodBytes = (namespace?: string): number => JSON.stringify(desiredPod({ name: '', namespace }, { replicas: 1, image: '', command: [] }, 0)).length - 1
+const EMPTY_POD_BYTES = emptyPodBytes()
+const EMPTY_NAMESPACED_POD_BYTES = emptyPodBytes('')
 
 export function syncPodSet (request: CompositeRequest, { parent, now }: HookContext<typeof podSetResource>): CompositeResponse {
   const spec = parent.spec()

@@ -6,7 +6,9 @@ import { FormatRegistry } from '@sinclair/typebox'
 import { Value } from '@sinclair/typebox/value'
 import { parse } from 'yaml'
 import { podSet } from '../../hooks/podset/index.js'
-import { podSetResource } from '../../hooks/podset/resource.js'
+import { MAX_ARGUMENT_LENGTH, MAX_COMMAND_ARGUMENTS, MAX_IMAGE_LENGTH, MAX_REPLICAS, PodSetSpecSchema, podSetResource, type PodSetSpec } from '../../hooks/podset/resource.js'
+import { desiredPod, podName, podSetAnswerBytes } from '../../hooks/podset/sync.js'
+import { readParent } from '../../hooks/framework/parent.js'
 import type { CompositeRequest, CompositeResponse, KubernetesObject } from '../../hooks/framework/wire/schemas.js'
 import { build, type TestApp } from '../helpers/app.js'
 import { fixture } from '../helpers/fixtures.js'
@@ -245,4 +247,27 @@ test('a PodSet with 2,000 observed pods answers every pod, in ordinal order', as
   assert.equal(json.status.readyReplicas, 1498)
   assert.deepEqual(json.status.podNames, podNames('sleepers', 1500).filter((name) => name !== 'sleepers-pod-1234' && name !== 'sleepers-pod-17'))
   assert.match(String(readyOf(json)?.message), /^1498\/1500 pods are running or pending; waiting for sleepers-pod-17, sleepers-pod-1234$/)
+})
+
+test('an answer\'s foreseen size is what its last pod and that pod\'s name take written, for any spec the hook accepts', () => {
+  // Every character a spec may hold, so that a schema that let in one JSON escapes would fail here.
+  const accepted = (schema: Parameters<typeof Value.Check>[0]): string => Array.from({ length: 0x250 }, (_, code) => String.fromCharCode(code)).filter((character) => Value.Check(schema, character)).join('')
+  const imageCharacters = accepted(PodSetSpecSchema.properties.image)
+  const argumentCharacters = accepted(PodSetSpecSchema.properties.command.items)
+  const specs: PodSetSpec[] = [
+    { replicas: 1, image: 'busybox', command: ['sleep', '3600'] },
+    { replicas: 10, image: imageCharacters.slice(0, MAX_IMAGE_LENGTH), command: [argumentCharacters.slice(0, MAX_ARGUMENT_LENGTH)] },
+    { replicas: MAX_REPLICAS, image: imageCharacters.slice(-5), command: Array.from({ length: MAX_COMMAND_ARGUMENTS }, (_, index) => argumentCharacters.slice(index * 20, index * 20 + MAX_ARGUMENT_LENGTH)) },
+    { replicas: 101, image: 'b', command: [''] }
+  ]
+  for (const spec of specs) {
+    for (const [name, namespace] of [['a', 'default'], ['a'.repeat(63), 'n'.repeat(63)], ['web-1', undefined]] as const) {
+      const object = podSetParent({ name, namespace, spec })
+      if (namespace === undefined) delete object.metadata.namespace
+      const parent = readParent(podSetResource, object, 'parent')
+      const last = spec.replicas - 1
+      const written = JSON.stringify(desiredPod(parent, spec, last)).length + podName(name, last).length + 3
+      assert.equal(podSetAnswerBytes(parent), spec.replicas * written, `${spec.replicas} pods of ${name} in ${namespace ?? 'no namespace'}`)
+    }
+  }
 })
