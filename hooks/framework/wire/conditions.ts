@@ -43,12 +43,7 @@ export function condition (input: ConditionInput, observed: readonly Condition[]
   const lastTransitionTime = previous !== undefined && previous.status === input.status && typeof previous.lastTransitionTime === 'string'
     ? previous.lastTransitionTime
     : now
-  return {
-    type: input.type,
-    status: input.status,
-    reason: input.reason,
-    message: input.message,
-    lastTransitionTime,
-    ...(generation === undefined ? {} : { observedGeneration: generation })
-  }
+  const built: Condition = { type: input.type, status: input.status, reason: input.reason, message: input.message, lastTransitionTime }
+  if (generation !== undefined) built.observedGeneration = generation
+  return built
 }
