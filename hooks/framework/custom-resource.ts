@@ -164,6 +164,11 @@ function statusReader<StatusFields extends TProperties> (fields: StatusFields): 
   return (status) => {
     if (typeof status !== 'object' || status === null) return {}
     // Each field is checked against its own schema, so one bad field does not hide the others.
-    return Object.fromEntries(Object.entries(status).filter(([name, value]) => checks.get(name)?.Check(value) === true)) as ObservedStatus<StatusFields>
+    const observed: Record<string, unknown> = {}
+    for (const name of Object.keys(status)) {
+      const value = (status as Record<string, unknown>)[name]
+      if (checks.get(name)?.Check(value) === true) observed[name] = value
+    }
+    return observed as ObservedStatus<StatusFields>
   }
 }

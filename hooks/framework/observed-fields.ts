@@ -42,7 +42,13 @@ export function withReadFieldsOnly<Request> (request: Request, fields: ReadField
   for (const [group, kept] of fields) {
     const objects = children[group]
     if (!isObject(objects)) continue
-    children[group] = Object.fromEntries(Object.entries(objects).map(([key, object]) => [key, isObject(object) ? only(object, kept) : object]))
+    // Keys are `namespace/name`: never `__proto__`, which a request the server parsed cannot hold (request-body.ts).
+    const read: Json = {}
+    for (const key of Object.keys(objects)) {
+      const object = objects[key]
+      read[key] = isObject(object) ? only(object, kept) : object
+    }
+    children[group] = read
   }
   return { ...request, children } as Request
 }
