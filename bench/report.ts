@@ -408,7 +408,7 @@ function summary (results: Results): string[] {
   const [fixed, bare] = (['ours', 'fastify peer'] as const).map((side) => shownRow(results, FIXED_COST_CASE, side)?.serverCpuMsPerRequest ?? undefined)
   if (fixed !== undefined && bare !== undefined) {
     sentences.push(`**A hook call with next to no work of its own costs this server ${duration(fixed)} of CPU**, ${times(ratio(fixed, bare))} a bare fastify hook's ${duration(bare)} ` +
-      '(a 1-pod PodSet sync at 1,000 calls/s; the difference is what validation, admission, the ETag, a log line and a metric cost).')
+      '(a 1-pod PodSet sync at 1,000 calls/s; the difference is what this server does around the answer: the parent and its spec read, the answer weighed and bounded, admission, validation, the ETag, a log line and a metric).')
   }
   const [replayed, naive] = (['ours', 'naive hook'] as const).map((side) => shownRow(results, REPLAY_CASE, side))
   if (replayed?.serverCpuMsPerRequest != null && naive?.serverCpuMsPerRequest != null && results.replay != null) {
