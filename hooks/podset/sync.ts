@@ -45,19 +45,17 @@ function missingPods (names: string[]): string {
 export function podSetAnswerBytes (parent: ParentOf<typeof podSetResource>): number {
   const spec = parent.spec()
   if (spec.replicas === 0) return 0
-  const lastOrdinal = String(spec.replicas - 1).length
-  const podNameLength = parent.name.length + POD_NAME_INFIX.length + lastOrdinal
-  const strings = POD_NAME_USES * parent.name.length + (parent.namespace?.length ?? 0) + spec.image.length +
+  const name = podName(parent.name, spec.replicas - 1)
+  const strings = name.length + LABEL_NAME_USES * parent.name.length + (parent.namespace?.length ?? 0) + spec.image.length +
     spec.command.reduce((sum, argument) => sum + argument.length + 2, Math.max(0, spec.command.length - 1))
-  const podBytes = (parent.namespace === undefined ? EMPTY_POD_BYTES : EMPTY_NAMESPACED_POD_BYTES) + lastOrdinal + strings
-  return spec.replicas * (podBytes + podNameLength + 3)
+  const podBytes = (parent.namespace === undefined ? EMPTY_POD_BYTES : EMPTY_NAMESPACED_POD_BYTES) + strings
+  return spec.replicas * (podBytes + name.length + 3)
 }
 
-const POD_NAME_INFIX = podName('', 0).slice(0, -1)
-/** The parent's name is written three times in a pod: in its name, and its labels `app` and `app.kubernetes.io/instance`. */
-const POD_NAME_USES = 3
-/** A pod whose strings are empty, written, without its ordinal: without and with a namespace. */
-const emptyPodBytes = (namespace?: string): number => JSON.stringify(desiredPod({ name: '', namespace }, { replicas: 1, image: '', command: [] }, 0)).length - 1
+/** Besides the pod's name, the parent's name is written in its labels `app` and `app.kubernetes.io/instance`. */
+const LABEL_NAME_USES = 2
+/** A pod whose strings are empty, written, without its name: without and with a namespace. */
+const emptyPodBytes = (namespace?: string): number => JSON.stringify(desiredPod({ name: '', namespace }, { replicas: 1, image: '', command: [] }, 0)).length - podName('', 0).length
 const EMPTY_POD_BYTES = emptyPodBytes()
 const EMPTY_NAMESPACED_POD_BYTES = emptyPodBytes('')
 
