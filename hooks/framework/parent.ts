@@ -123,8 +123,7 @@ export function parentStatus<Fields extends object> (
   // Copied with Object.assign, not spread: V8 makes each property added to an object spread from another cost 0.6 µs.
   const status = Object.assign({}, fields) as Fields & CommonStatus
   if (generation !== undefined) status.observedGeneration = generation
-  status.conditions = [condition(ready, parent.conditions, generation, now)]
-  for (const input of conditions) status.conditions.push(condition(input, parent.conditions, generation, now))
+  status.conditions = [ready, ...conditions].map((input) => condition(input, parent.conditions, generation, now))
   return status
 }
 
