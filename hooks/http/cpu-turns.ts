@@ -37,11 +37,16 @@ export class CpuTurns {
 
   /** Resolves when a step weighing `weight` bytes may run; undefined when it may run now. */
   turn (weight: number): Promise<void> | undefined {
-    if (weight < SMALL_STEP_BYTES || (weight < LIGHT_STEP_BYTES && this.waiting.length === 0 && !this.scheduled)) return undefined
+    if (this.runsAtOnce(weight)) return undefined
     return new Promise((resolve) => {
       this.waiting.push({ weight, since: this.now(), go: resolve })
       this.schedule()
     })
+  }
+
+  /** Whether a step weighing `weight` bytes would run now: `turn` would answer undefined. */
+  runsAtOnce (weight: number): boolean {
+    return weight < SMALL_STEP_BYTES || (weight < LIGHT_STEP_BYTES && this.waiting.length === 0 && !this.scheduled)
   }
 
   /** How many steps wait for their turn. */
