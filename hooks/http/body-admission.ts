@@ -142,6 +142,9 @@ export class Call {
 /** The phases of a call whose body is parsed (or being parsed) and its answer not yet built. */
 const PARSED: ReadonlySet<Phase> = new Set(['parsing', 'queued to answer', 'answering'])
 
+/** The phases of a call that waits for the scheduler: for memory to read its body, for its turn to parse or to answer. */
+const QUEUED: ReadonlySet<Phase> = new Set(['waiting', 'queued to parse', 'queued to answer'])
+
 /** What a call in each phase that waits waits for, and why, as its 503 says. */
 const WAITS: Partial<Record<Phase, [string, string]>> = {
   waiting: ['receive the request body', 'the bodies and answers of other calls hold it'],
@@ -163,6 +166,8 @@ export class BodyAdmission<C extends Call = Call> {
   answering = 0
   /** The calls not ended, in the order they arrived. */
   readonly calls = new Set<C>()
+  /** How many of them are in a QUEUED phase: when none is, an event has nothing to settle. */
+  private queued = 0
 
   constructor (readonly bounds: AdmissionBounds, private readonly clock: SchedulerClock) {
     this.capacity = BODIES_HELD * bounds.limit
@@ -171,6 +176,7 @@ export class BodyAdmission<C extends Call = Call> {
   /** A call whose headers have arrived: it may read at once (effect `read`), or waits for its Content-Length to fit. */
   open (call: C): Array<Effect<C>> {
     this.calls.add(call)
+    if (QUEUED.has(call.phase)) this.queued++
     call.openedAt = this.clock.now()
     call.need = call.announced ?? 0
     return this.settle([])
@@ -184,7 +190,7 @@ export class BodyAdmission<C extends Call = Call> {
     if (call.phase !== 'reading') return []
     const more = Math.max(0, call.received + bytes - call.charged)
     if (more > 0 && this.held + more > this.capacity) {
-      call.phase = 'waiting'
+      this.enter(call, 'waiting')
       call.need = more
       call.pendingBytes = bytes
       return this.settle([])
@@ -197,7 +203,7 @@ export class BodyAdmission<C extends Call = Call> {
   /** The whole body is in: the call holds its bytes from now on, no more. */
   arrived (call: C): Array<Effect<C>> {
     if (call.phase !== 'reading') return []
-    call.phase = 'arrived'
+    this.enter(call, 'arrived')
     call.transfer = undefined
     this.charge(call, call.received - call.charged)
     return this.settle([])
@@ -206,7 +212,7 @@ export class BodyAdmission<C extends Call = Call> {
   /** The call asks to be parsed: at once (effect `parse`) when its bytes fit beside those being parsed, else in turn. */
   parse (call: C): Array<Effect<C>> {
     if (call.phase !== 'arrived') return []
-    call.phase = 'queued to parse'
+    this.enter(call, 'queued to parse')
     return this.settle([])
   }
 
@@ -216,7 +222,7 @@ export class BodyAdmission<C extends Call = Call> {
    */
   answer (call: C, bytes: number): Array<Effect<C>> {
     if (call.phase !== 'parsing') return []
-    call.phase = 'queued to answer'
+    this.enter(call, 'queued to answer')
     call.need = Math.max(0, Math.min(bytes, this.bounds.limit) - call.charged)
     return this.settle([])
   }
@@ -229,7 +235,7 @@ export class BodyAdmission<C extends Call = Call> {
     if (call.phase === 'ended' || call.phase === 'sending') return []
     this.release(call)
     this.charge(call, bytes)
-    call.phase = 'sending'
+    this.enter(call, 'sending')
     call.transfer = this.transfer(bytes)
     return this.settle([])
   }
@@ -246,7 +252,7 @@ export class BodyAdmission<C extends Call = Call> {
   end (call: C): Array<Effect<C>> {
     if (call.phase === 'ended') return []
     this.release(call)
-    call.phase = 'ended'
+    this.enter(call, 'ended')
     this.calls.delete(call)
     return this.settle([])
   }
@@ -325,6 +331,12 @@ export class BodyAdmission<C extends Call = Call> {
     return transfer.size !== undefined && transfer.done < transfer.size * (idle - transfer.startedIdle - STALL_MS) / this.bounds.bodyTimeoutMs
   }
 
+  /** Moves `call` to `phase`, counting the calls in a QUEUED phase. */
+  private enter (call: C, phase: Phase): void {
+    if (this.calls.has(call)) this.queued += Number(QUEUED.has(phase)) - Number(QUEUED.has(call.phase))
+    call.phase = phase
+  }
+
   private charge (call: C, bytes: number): void {
     call.charged += bytes
     this.held += bytes
@@ -341,13 +353,13 @@ export class BodyAdmission<C extends Call = Call> {
 
   private refuse (call: C, effects: Array<Effect<C>>, error: HookError): void {
     this.release(call)
-    call.phase = 'refused'
+    this.enter(call, 'refused')
     effects.push({ call, action: 'refuse', error })
   }
 
   private close (call: C, effects: Array<Effect<C>>, reason: string): void {
     this.release(call)
-    call.phase = 'ended'
+    this.enter(call, 'ended')
     this.calls.delete(call)
     effects.push({ call, action: 'close', reason })
   }
@@ -357,6 +369,7 @@ export class BodyAdmission<C extends Call = Call> {
    * parses that fit, in arrival order.
    */
   private settle (effects: Array<Effect<C>>): Array<Effect<C>> {
+    if (this.queued === 0) return effects
     for (let next = this.smallestWaiting(); next !== undefined; next = this.smallestWaiting()) {
       if (this.held + next.need > this.capacity && !this.makeRoom(next.need, effects)) break
       this.admit(next, effects)
@@ -365,11 +378,11 @@ export class BodyAdmission<C extends Call = Call> {
       if (call.phase === 'queued to answer' && this.answerFits(call.need)) {
         this.charge(call, call.need)
         call.need = 0
-        call.phase = 'answering'
+        this.enter(call, 'answering')
         this.answering++
         effects.push({ call, action: 'answer' })
       } else if (call.phase === 'queued to parse' && this.parseFits(call.received)) {
-        call.phase = 'parsing'
+        this.enter(call, 'parsing')
         this.parsing += call.received
         effects.push({ call, action: 'parse' })
       }
@@ -397,7 +410,7 @@ export class BodyAdmission<C extends Call = Call> {
 
   private admit (call: C, effects: Array<Effect<C>>): void {
     this.charge(call, call.need)
-    call.phase = 'reading'
+    this.enter(call, 'reading')
     if (call.pendingBytes === 0) call.transfer = this.transfer(call.announced)
     else this.move(call, call.pendingBytes)
     call.need = call.pendingBytes = 0

@@ -197,6 +197,18 @@ test('bodies that have arrived, and bodies being parsed, never give way: a waiti
   assert.equal(waiting.phase, 'reading')
 })
 
+test('a call that ends before it opened (its client gone first) changes nothing for the calls that wait', () => {
+  const { decisions, open, end } = harness()
+  const reading = Array.from({ length: BODIES_HELD }, (_, index) => open(`reading${index}`, LIMIT))
+  decisions()
+  const waiting = open('waiting', 1)
+  end(new Named('gone', 1))
+  assert.deepEqual(decisions(), [])
+  end(reading[0] as Named)
+  assert.deepEqual(decisions(), ['waiting read'])
+  assert.equal(waiting.phase, 'reading')
+})
+
 test('HOOKS_BODY_TIMEOUT: a body still arriving then gets 408; time the server was busy is added back, within its call\'s bound (then 503)', () => {
   const { clock, decisions, errors, open, receive } = harness()
   const slow = open('slow')
