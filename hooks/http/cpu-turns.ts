@@ -1,9 +1,8 @@
 /**
  * Who gets the CPU next among the calls ready to take a step (parse a body, run a hook, send an answer): one step per
  * turn of the event loop, so that the connections are read between steps, and the lightest step first, weighed by
- * the bytes it works on, so that a small call never waits behind a queue of large ones (the smallest steps do not wait
- * at all). A waiting step's weight halves every AGING_MS, so that a large one steps in time however many small ones
- * keep coming.
+ * the bytes it works on, so that a small call never waits behind a queue of large ones. A waiting step's weight halves
+ * every AGING_MS, so that a large one steps in time however many small ones keep coming.
  */
 
 /**
@@ -12,13 +11,6 @@
  * 22 % more CPU a call when their steps waited for turns.
  */
 export const LIGHT_STEP_BYTES = 1024 * 1024
-
-/**
- * A step lighter than this runs at once even when others wait: it takes a tenth of a millisecond or so, less than a
- * turn of the event loop costs it, and a step that waits loses its turn to it for no longer. In a replayed burst of
- * PostgresWriter calls, five at a time, queuing such steps cost 2.5 % more CPU a call.
- */
-export const SMALL_STEP_BYTES = 64 * 1024
 
 /** How long a waiting step takes to weigh half as much. */
 export const AGING_MS = 1000
@@ -46,7 +38,7 @@ export class CpuTurns {
 
   /** Whether a step weighing `weight` bytes would run now: `turn` would answer undefined. */
   runsAtOnce (weight: number): boolean {
-    return weight < SMALL_STEP_BYTES || (weight < LIGHT_STEP_BYTES && this.waiting.length === 0 && !this.scheduled)
+    return weight < LIGHT_STEP_BYTES && this.waiting.length === 0 && !this.scheduled
   }
 
   /** How many steps wait for their turn. */
