@@ -164,8 +164,13 @@ export class BodyAdmission<C extends Call = Call> {
   parsing = 0
   /** How many answers are being built. */
   answering = 0
-  /** The calls not ended, in the order they arrived. */
-  readonly calls = new Set<C>()
+  /**
+   * The calls not ended, in the order they arrived. An array, not a Set: with a Set, every call that waited (for the
+   * database, a timer, a turn) outlived the young generation, and all it had allocated with it, kept reachable for the
+   * young-generation collector by the Set's promoted table until the next full collection (a PostgresWriter create at
+   * 5 connections: 2.5 MB promoted and 6-7 ms a scavenge, against none and under 1 ms).
+   */
+  private readonly notEnded: C[] = []
   /** How many of them are in a QUEUED phase: when none is, an event has nothing to settle. */
   private queued = 0
 
@@ -173,9 +178,14 @@ export class BodyAdmission<C extends Call = Call> {
     this.capacity = BODIES_HELD * bounds.limit
   }
 
+  /** The calls not ended, in the order they arrived. */
+  get calls (): readonly C[] {
+    return this.notEnded
+  }
+
   /** A call whose headers have arrived: it may read at once (effect `read`), or waits for its Content-Length to fit. */
   open (call: C): Array<Effect<C>> {
-    this.calls.add(call)
+    this.notEnded.push(call)
     if (QUEUED.has(call.phase)) this.queued++
     call.openedAt = this.clock.now()
     call.need = call.announced ?? 0
@@ -253,7 +263,7 @@ export class BodyAdmission<C extends Call = Call> {
     if (call.phase === 'ended') return []
     this.release(call)
     this.enter(call, 'ended')
-    this.calls.delete(call)
+    this.forget(call)
     return this.settle([])
   }
 
@@ -263,7 +273,8 @@ export class BodyAdmission<C extends Call = Call> {
     const effects: Array<Effect<C>> = []
     const { bodyTimeoutMs, admissionTimeoutMs } = this.bounds
     const arrivingBoundMs = Math.min(admissionTimeoutMs + bodyTimeoutMs, WEBHOOK_TIMEOUT_SECONDS * 1000)
-    for (const call of this.calls) {
+    // Over a copy: a call it closes leaves the list.
+    for (const call of [...this.notEnded]) {
       const overdue = call.transfer !== undefined && this.overdue(call.transfer, now, call.phase === 'reading' ? Number.POSITIVE_INFINITY : bodyTimeoutMs)
       // A body gets HOOKS_BODY_TIMEOUT of the server's idle time to arrive, within its call's bound.
       if (call.phase === 'reading' && overdue) {
@@ -333,8 +344,13 @@ export class BodyAdmission<C extends Call = Call> {
 
   /** Moves `call` to `phase`, counting the calls in a QUEUED phase. */
   private enter (call: C, phase: Phase): void {
-    if (this.calls.has(call)) this.queued += Number(QUEUED.has(phase)) - Number(QUEUED.has(call.phase))
+    if (this.notEnded.includes(call)) this.queued += Number(QUEUED.has(phase)) - Number(QUEUED.has(call.phase))
     call.phase = phase
+  }
+
+  private forget (call: C): void {
+    const index = this.notEnded.indexOf(call)
+    if (index !== -1) this.notEnded.splice(index, 1)
   }
 
   private charge (call: C, bytes: number): void {
@@ -360,7 +376,7 @@ export class BodyAdmission<C extends Call = Call> {
   private close (call: C, effects: Array<Effect<C>>, reason: string): void {
     this.release(call)
     this.enter(call, 'ended')
-    this.calls.delete(call)
+    this.forget(call)
     effects.push({ call, action: 'close', reason })
   }
 
@@ -374,7 +390,7 @@ export class BodyAdmission<C extends Call = Call> {
       if (this.held + next.need > this.capacity && !this.makeRoom(next.need, effects)) break
       this.admit(next, effects)
     }
-    for (const call of this.calls) {
+    for (const call of this.notEnded) {
       if (call.phase === 'queued to answer' && this.answerFits(call.need)) {
         this.charge(call, call.need)
         call.need = 0
@@ -404,7 +420,7 @@ export class BodyAdmission<C extends Call = Call> {
 
   private smallestWaiting (): C | undefined {
     let smallest: C | undefined
-    for (const call of this.calls) if (call.phase === 'waiting' && (smallest === undefined || call.need < smallest.need)) smallest = call
+    for (const call of this.notEnded) if (call.phase === 'waiting' && (smallest === undefined || call.need < smallest.need)) smallest = call
     return smallest
   }
 
@@ -422,7 +438,7 @@ export class BodyAdmission<C extends Call = Call> {
    * until it fits.
    */
   private makeRoom (need: number, effects: Array<Effect<C>>): boolean {
-    const late = [...this.calls].filter((call) => call.charged > need && (call.phase === 'reading' || call.phase === 'sending') &&
+    const late = this.notEnded.filter((call) => call.charged > need && (call.phase === 'reading' || call.phase === 'sending') &&
       call.transfer !== undefined && this.late(call.transfer))
     if (this.held - late.reduce((sum, call) => sum + call.charged, 0) + need > this.capacity) return false
     const { bodyTimeoutMs } = this.bounds

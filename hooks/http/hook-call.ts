@@ -162,11 +162,11 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
     }
     // One ticker for every call, while there are calls. It stops at a tick that finds none rather than with the last
     // call: calls that come one at a time would each start and stop a timer.
-    if (scheduler.calls.size > 0 && stopTicking === undefined) stopTicking = clock.every(TICK_MS, tick)
+    if (scheduler.calls.length > 0 && stopTicking === undefined) stopTicking = clock.every(TICK_MS, tick)
   }
 
   const tick = (): void => {
-    if (scheduler.calls.size > 0) return carryOut(scheduler.tick())
+    if (scheduler.calls.length > 0) return carryOut(scheduler.tick())
     stopTicking?.()
     stopTicking = undefined
   }

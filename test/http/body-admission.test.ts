@@ -83,7 +83,7 @@ test('a Content-Length is set aside before a byte arrives; a call that does not 
   end(first)
   assert.deepEqual(decisions(), ['large read'])
   for (const call of [large, small, smaller]) end(call)
-  assert.deepEqual([scheduler.held, scheduler.parsing, scheduler.calls.size], [0, 0, 0])
+  assert.deepEqual([scheduler.held, scheduler.parsing, scheduler.calls.length], [0, 0, 0])
 })
 
 test('chunked bodies are charged the bytes they received; a chunk with no room waits, and is charged once there is', () => {
