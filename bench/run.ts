@@ -380,8 +380,11 @@ async function countCreates (): Promise<CreateCosts | null> {
   return counted as CreateCosts
 }
 
-/** Passes of the recording per side after the warm-up: the same share of BENCH_DURATION as the other cases take. */
-const replayPasses = Math.max(1, Math.round(seconds / 2.5))
+/**
+ * Passes of the recording per side after the warm-up: the same share of BENCH_DURATION as the other cases take, a
+ * warm pass taking under half a second.
+ */
+const replayPasses = Math.max(1, Math.round(seconds / 1.25))
 /**
  * Passes that warm a process up before the measured ones: a process spends its first passes compiling the code they
  * reach, and only the sixth costs what a server that has run for a while does (this server's CPU a call, pass by
