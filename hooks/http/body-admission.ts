@@ -168,7 +168,7 @@ export class BodyAdmission<C extends Call = Call> {
    * The calls not ended, in the order they arrived. An array, not a Set: with a Set, every call that waited (for the
    * database, a timer, a turn) outlived the young generation, and all it had allocated with it, kept reachable for the
    * young-generation collector by the Set's promoted table until the next full collection (a PostgresWriter create at
-   * 5 connections: 2.5 MB promoted and 6-7 ms a scavenge, against none and under 1 ms).
+   * 5 connections: 6-7 ms a scavenge, against under 1 ms).
    */
   private readonly notEnded: C[] = []
   /** How many of them are in a QUEUED phase: when none is, an event has nothing to settle. */
