@@ -63,11 +63,13 @@ export interface ReplaySummary {
   recording: RecordingFacts
   /** Calls in flight at once, each object's calls in their recorded order. */
   concurrency: number
-  /** Passes of the whole recording per side that warm it up, checked but not measured; one in runs that do not say. */
+  /** Processes per side, one after another, whose measured passes are pooled; one in runs that do not say. */
+  processes?: number
+  /** Passes of the whole recording per process that warm it up, checked but not measured; one in runs that do not say. */
   warmupPasses?: number
-  /** Passes of the whole recording per side after the warm-up, each on objects of its own. */
+  /** Passes of the whole recording per process after the warm-up, each on objects of its own. */
   passes: number
-  /** Per side: the server's CPU a call on its first pass, as a process just started pays it. */
+  /** Per side: the server's CPU a call on a process's first pass, as a process just started pays it. */
   firstPassCpuMsPerCall?: Partial<Record<SideName, number>>
   /** Per side: answers that differed from what the recording says, rows found at the end and rows expected. */
   checks: Partial<Record<SideName, { answersDiffering: number, rowsExpected: number, rowsFound: number, rowsMatched: boolean }>>
@@ -596,6 +598,7 @@ function replaySection (results: Results): string[] {
       `${found.rowsMatched ? '' : '**not as expected:** '}${found.rowsFound.toLocaleString('en')} of ${found.rowsExpected.toLocaleString('en')}`]
   }
   const warmup = replay.warmupPasses ?? 1
+  const processes = replay.processes ?? 1
   const firstPass = replay.firstPassCpuMsPerCall
   const firstPassCell = (side: SideName): string[] => firstPass === undefined ? [] : [firstPass[side]?.toFixed(3) ?? '–']
   const kinds = Object.entries(recording.kinds).map(([kind, count]) => `${count.toLocaleString('en')} ${kind}`).join(', ')
@@ -608,8 +611,9 @@ function replaySection (results: Results): string[] {
       `${recording.maxInFlight} at once: ${burstWords(recording)}. By kind: ${kinds}. ` +
       '[bench/README.md](../bench/README.md#the-replayed-burst) says how it was recorded and how to record it again.',
     '',
-    `Each side replays it on a process and a database schema of its own, ${warmup === 1 ? 'once' : `${warmup} times`} to warm up and then ` +
-      `${replay.passes === 1 ? 'once more' : `${replay.passes} times`}, measured, ` +
+    `Each side replays it in a database schema of its own, on ${processes === 1 ? 'a process of its own' : `${processes} processes of its own, one after another`}, ` +
+      `${warmup === 1 ? 'once' : `${warmup} times`} to warm ${processes === 1 ? '' : 'each '}up and then ` +
+      `${replay.passes === 1 ? 'once more' : `${replay.passes} times`}, measured${processes === 1 ? '' : ' and pooled'}, ` +
       'each pass on objects of its own (the recording\'s namespace and uids renamed), ' +
       `${replay.concurrency} calls in flight, each object's calls in their recorded order, as Metacontroller's workers take them. The naive hook answers ` +
       'what Metacontroller needs with one `INSERT … ON CONFLICT` per sync and one `DELETE` per finalize. This server\'s answers must say what the recorded ' +

@@ -391,12 +391,18 @@ const replayPasses = Math.max(1, Math.round(seconds / 1.25))
  * pass: 648, 416, 263, 208, 232, 183, 183 µs; the naive hook's 440, 239, 177, 147, 147, 135, 141).
  */
 const REPLAY_WARMUP_PASSES = 5
+/**
+ * Processes of each side that replay the burst, one pair after another, their measured passes pooled: one process's
+ * figure moves from run to run by more than the targets' margins (the naive hook's CPU a call in six runs of one
+ * session: 0.13-0.17 ms).
+ */
+const REPLAY_PROCESSES = 3
 
 /**
- * The burst recorded from a real Metacontroller, replayed on this server and on the naive hook, each on a process and
- * in a schema of its own (bench/replay.ts): REPLAY_WARMUP_PASSES times to warm up (the first of them measured alone,
- * as a process just started pays it), then `replayPasses` times, the sides taking turns, each pass about objects of its
- * own. Every answer is checked, and so are the rows each pass left.
+ * The burst recorded from a real Metacontroller, replayed on this server and on the naive hook, each in a schema of its
+ * own (bench/replay.ts), on REPLAY_PROCESSES processes one after another: REPLAY_WARMUP_PASSES times on each to warm
+ * it up (the first of them measured alone, as a process just started pays it), then `replayPasses` times, the sides
+ * taking turns, each pass about objects of its own. Every answer is checked, and so are the rows each pass left.
  */
 async function replayBurst (): Promise<ReplaySummary | null> {
   const recording = await readRecording(BURST_FILE).catch((error: NodeJS.ErrnoException) => {
@@ -405,62 +411,68 @@ async function replayBurst (): Promise<ReplaySummary | null> {
   })
   if (recording === undefined) return null
   const schemas = { ours: `${schema}_replay`, naive: `${naiveSchema}_replay` }
-  const passes = Array.from({ length: REPLAY_WARMUP_PASSES + replayPasses }, (_, pass) => callsOfPass(recording.calls, pass + 1))
+  const passesPerProcess = REPLAY_WARMUP_PASSES + replayPasses
+  const passes = Array.from({ length: REPLAY_PROCESSES * passesPerProcess }, (_, pass) => callsOfPass(recording.calls, pass + 1))
   const checks: ReplaySummary['checks'] = {}
   const firstPassCpuMsPerCall: ReplaySummary['firstPassCpuMsPerCall'] = {}
+  const newRecord = (): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 })
+  const sides = [
+    { name: 'ours' as const, schema: schemas.ours, differing: 0, firstPassCpuMs: 0, record: newRecord() },
+    { name: 'naive hook' as const, schema: schemas.naive, differing: 0, firstPassCpuMs: 0, record: newRecord() }
+  ]
   try {
-    await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': naive }) => {
-      const newRecord = (): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 })
-      const sides = [
-        { name: 'ours' as const, process: ours, schema: schemas.ours, differing: 0, record: newRecord() },
-        { name: 'naive hook' as const, process: naive, schema: schemas.naive, differing: 0, record: newRecord() }
-      ]
-      for (const [pass, calls] of passes.entries()) {
-        for (const side of sides) {
-          await side.process.idle()
-          const run = async (): Promise<Replayed> => await replay(side.process.url, calls, REPLAY_CONCURRENCY)
-          const differing = ({ answers }: Replayed): number => answers.filter((answer, index) => !answerAsExpected(calls[index] as ReplayCall, answer, side.name)).length
-          // The warm-up passes are checked; of them, only the first one's CPU is kept, for the page.
-          if (pass < REPLAY_WARMUP_PASSES) {
-            const [replayed, , cpu] = await side.process.measured(run)
+    for (let round = 0; round < REPLAY_PROCESSES; round++) {
+      await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': naive }) => {
+        const processes = { ours, 'naive hook': naive }
+        for (const [pass, calls] of passes.slice(round * passesPerProcess, (round + 1) * passesPerProcess).entries()) {
+          for (const side of sides) {
+            const process = processes[side.name]
+            await process.idle()
+            const run = async (): Promise<Replayed> => await replay(process.url, calls, REPLAY_CONCURRENCY)
+            const differing = ({ answers }: Replayed): number => answers.filter((answer, index) => !answerAsExpected(calls[index] as ReplayCall, answer, side.name)).length
+            // The warm-up passes are checked; of them, only the first one's CPU is kept, for the page.
+            if (pass < REPLAY_WARMUP_PASSES) {
+              const [replayed, , cpu] = await process.measured(run)
+              side.differing += differing(replayed)
+              if (pass === 0) side.firstPassCpuMs += cpu
+              continue
+            }
+            const [replayed, peak, cpu] = await process.measured(async () => await drivenBy(side.record, run))
             side.differing += differing(replayed)
-            if (pass === 0) firstPassCpuMsPerCall[side.name] = cpu / calls.length
-            continue
+            side.record.samples.push(replayed.sample)
+            side.record.peakRssMiB = Math.max(side.record.peakRssMiB ?? 0, peak)
+            side.record.cpuMs += cpu
           }
-          const [replayed, peak, cpu] = await side.process.measured(async () => await drivenBy(side.record, run))
-          side.differing += differing(replayed)
-          side.record.samples.push(replayed.sample)
-          side.record.peakRssMiB = Math.max(side.record.peakRssMiB ?? 0, peak)
-          side.record.cpuMs += cpu
         }
+      }, schemas)
+    }
+    for (const side of sides) {
+      firstPassCpuMsPerCall[side.name] = side.firstPassCpuMs / (REPLAY_PROCESSES * recording.calls.length)
+      const expected = passes.flatMap((calls) => expectedWriterRows(calls))
+      const found = (await Promise.all(passes.map(async (calls) => await writerRowsFound(admin, side.schema, calls)))).flat()
+      const rowsMatched = JSON.stringify(found) === JSON.stringify(expected)
+      checks[side.name] = { answersDiffering: side.differing, rowsExpected: expected.length, rowsFound: found.length, rowsMatched }
+      if (side.differing > 0) failures.push(`${REPLAY_CASE}: ${side.differing} of ${passes.length * recording.calls.length} answers of ${side.name} differed from what the recording says`)
+      if (!rowsMatched) failures.push(`${REPLAY_CASE}: ${side.name} left ${found.length} rows where the recording leaves ${expected.length}, or not the same`)
+      const measured = measurement(side.record.samples)
+      const row: Row = {
+        case: REPLAY_CASE,
+        side: side.name,
+        concurrency: REPLAY_CONCURRENCY,
+        ...measured,
+        peakRssMiB: side.record.peakRssMiB,
+        serverCpuMsPerRequest: measured.requests === 0 ? null : side.record.cpuMs / measured.requests,
+        loadCpuShare: side.record.loadMs === 0 ? null : side.record.loadCpuMs / side.record.loadMs,
+        reference: side.name === 'ours' ? 'naive hook' : null,
+        failed: measured.unexpectedStatus > 0 || measured.errors > 0
       }
-      for (const side of sides) {
-        const expected = passes.flatMap((calls) => expectedWriterRows(calls))
-        const found = (await Promise.all(passes.map(async (calls) => await writerRowsFound(admin, side.schema, calls)))).flat()
-        const rowsMatched = JSON.stringify(found) === JSON.stringify(expected)
-        checks[side.name] = { answersDiffering: side.differing, rowsExpected: expected.length, rowsFound: found.length, rowsMatched }
-        if (side.differing > 0) failures.push(`${REPLAY_CASE}: ${side.differing} of ${passes.length * recording.calls.length} answers of ${side.name} differed from what the recording says`)
-        if (!rowsMatched) failures.push(`${REPLAY_CASE}: ${side.name} left ${found.length} rows where the recording leaves ${expected.length}, or not the same`)
-        const measured = measurement(side.record.samples)
-        const row: Row = {
-          case: REPLAY_CASE,
-          side: side.name,
-          concurrency: REPLAY_CONCURRENCY,
-          ...measured,
-          peakRssMiB: side.record.peakRssMiB,
-          serverCpuMsPerRequest: measured.requests === 0 ? null : side.record.cpuMs / measured.requests,
-          loadCpuShare: side.record.loadMs === 0 ? null : side.record.loadCpuMs / side.record.loadMs,
-          reference: side.name === 'ours' ? 'naive hook' : null,
-          failed: measured.unexpectedStatus > 0 || measured.errors > 0
-        }
-        progress(row)
-        rows.push(row)
-      }
-    }, schemas)
+      progress(row)
+      rows.push(row)
+    }
   } finally {
     for (const replaySchema of Object.values(schemas)) await admin.query(`DROP SCHEMA IF EXISTS "${replaySchema}" CASCADE`)
   }
-  return { recording: recordingFacts(recording, relative(root, BURST_FILE)), concurrency: REPLAY_CONCURRENCY, warmupPasses: REPLAY_WARMUP_PASSES, passes: replayPasses, firstPassCpuMsPerCall, checks }
+  return { recording: recordingFacts(recording, relative(root, BURST_FILE)), concurrency: REPLAY_CONCURRENCY, processes: REPLAY_PROCESSES, warmupPasses: REPLAY_WARMUP_PASSES, passes: replayPasses, firstPassCpuMsPerCall, checks }
 }
 
 const wholeRunPeakRssMiB: Record<string, number> = {}

@@ -197,6 +197,8 @@ test('the page opens with the fixed cost of a call and the replayed burst, each 
   assert.match(page, /^## A replayed burst of real Metacontroller calls\n\n`bench\/recordings\/postgres-writer-burst\.jsonl\.gz`: the 1,400 hook calls a real Metacontroller v4\.17\.2 made .* over 61 s and at most 5 at once: .* By kind: 300 create, 300 update, 600 resync, 200 finalize\./m)
   assert.match(page, /once to warm up and then 2 times/)
   assert.match(benchmarkPage({ ...results, replay: { ...replaySummary, passes: 1 } }), /once to warm up and then once more,/)
+  assert.match(benchmarkPage({ ...results, replay: { ...replaySummary, processes: 3, warmupPasses: 5, passes: 4 } }),
+    /in a database schema of its own, on 3 processes of its own, one after another, 5 times to warm each up and then 4 times, measured and pooled,/)
   assert.match(page, /^\| this server \| 900 \| 1\.00 \| 2\.00 \| 1\.200 \| 1\.20× \| all \| 300 of 300 \|$/m)
   assert.match(page, /^\| naive hook \| 1000 \| 1\.00 \| 2\.00 \| 1\.000 \| {2}\| \*\*2 differed\*\* \| \*\*not as expected:\*\* 299 of 300 \|$/m)
   const bars = elements(benchmarkCharts(results)[CHART_FILES.cpu] ?? '').filter((element) => element.name === 'rect')
