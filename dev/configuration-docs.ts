@@ -113,7 +113,7 @@ function nodeFlags (): string[] {
     '',
     ...flags,
     '',
-    wrapped('They are a trade, measured by the bench: without `--max-semi-space-size` and `--initial-old-space-size`, an unchanged resync answered 304 at 100 pods cost two to three times the CPU and peak memory at 100 pods was a quarter lower, and a replayed burst of small PostgresWriter calls took 7-9 % less CPU a call. A server of PostgresWriters alone, whose hooks carry no ETags, may do without them.'),
+    wrapped('They are a trade, measured on the bench\'s requests: without `--max-semi-space-size` and `--initial-old-space-size`, an unchanged resync answered 304 at 100 pods cost 1.6 to 1.8 times the CPU, and peak memory with 5 or 16 syncs of 100 pods in flight was a quarter lower; a replayed burst of small PostgresWriter calls cost the same CPU a call either way (0.18-0.19 ms). A server of PostgresWriters alone, whose hooks carry no ETags, may do without them.'),
     '',
     wrapped('Change them together with the memory limit and `HOOKS_BODY_LIMIT`, then run `test/faults/body-memory.test.ts`, which starts the server with these flags and fails when the worst bodies take it to the memory limit.'),
     ''
