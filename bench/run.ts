@@ -414,7 +414,6 @@ async function replayBurst (): Promise<ReplaySummary | null> {
   const passesPerProcess = REPLAY_WARMUP_PASSES + replayPasses
   const passes = Array.from({ length: REPLAY_PROCESSES * passesPerProcess }, (_, pass) => callsOfPass(recording.calls, pass + 1))
   const checks: ReplaySummary['checks'] = {}
-  const firstPassCpuMsPerCall: ReplaySummary['firstPassCpuMsPerCall'] = {}
   const newRecord = (): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 })
   const sides = [
     { name: 'ours' as const, schema: schemas.ours, differing: 0, firstPassCpuMs: 0, record: newRecord() },
@@ -430,7 +429,7 @@ async function replayBurst (): Promise<ReplaySummary | null> {
             await process.idle()
             const run = async (): Promise<Replayed> => await replay(process.url, calls, REPLAY_CONCURRENCY)
             const differing = ({ answers }: Replayed): number => answers.filter((answer, index) => !answerAsExpected(calls[index] as ReplayCall, answer, side.name)).length
-            // The warm-up passes are checked; of them, only the first one's CPU is kept, for the page.
+            // The warm-up passes are checked; of them, only each process's first one's CPU is kept, for the page.
             if (pass < REPLAY_WARMUP_PASSES) {
               const [replayed, , cpu] = await process.measured(run)
               side.differing += differing(replayed)
@@ -447,7 +446,6 @@ async function replayBurst (): Promise<ReplaySummary | null> {
       }, schemas)
     }
     for (const side of sides) {
-      firstPassCpuMsPerCall[side.name] = side.firstPassCpuMs / (REPLAY_PROCESSES * recording.calls.length)
       const expected = passes.flatMap((calls) => expectedWriterRows(calls))
       const found = (await Promise.all(passes.map(async (calls) => await writerRowsFound(admin, side.schema, calls)))).flat()
       const rowsMatched = JSON.stringify(found) === JSON.stringify(expected)
@@ -472,6 +470,7 @@ async function replayBurst (): Promise<ReplaySummary | null> {
   } finally {
     for (const replaySchema of Object.values(schemas)) await admin.query(`DROP SCHEMA IF EXISTS "${replaySchema}" CASCADE`)
   }
+  const firstPassCpuMsPerCall = Object.fromEntries(sides.map((side) => [side.name, side.firstPassCpuMs / (REPLAY_PROCESSES * recording.calls.length)]))
   return { recording: recordingFacts(recording, relative(root, BURST_FILE)), concurrency: REPLAY_CONCURRENCY, processes: REPLAY_PROCESSES, warmupPasses: REPLAY_WARMUP_PASSES, passes: replayPasses, firstPassCpuMsPerCall, checks }
 }
 
