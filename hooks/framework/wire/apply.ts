@@ -52,14 +52,44 @@ function goFloat (value: number): string {
   return `${mantissa}e${exponent < 0 ? '-' : '+'}${String(Math.abs(exponent)).padStart(2, '0')}`
 }
 
-/** Go's `%v` of a decoded JSON value: maps with their keys sorted, lists and maps spaced, null as `<nil>`. */
-function goValue (value: unknown): string {
+/** Go's `%v` of a decoded JSON scalar: null as `<nil>`. */
+function goScalar (value: unknown): string {
   if (typeof value === 'string') return value
   if (typeof value === 'number') return goFloat(value)
   if (typeof value === 'boolean') return String(value)
-  if (Array.isArray(value)) return `[${value.map(goValue).join(' ')}]`
-  if (isObject(value)) return `map[${Object.keys(value).sort(goKeyOrder).map((key) => `${key}:${goValue(value[key])}`).join(' ')}]`
   return '<nil>'
+}
+
+/**
+ * Go's `%v` of a decoded JSON value: maps with their keys sorted, lists and maps spaced, null as `<nil>`. Walked with a
+ * stack of its own: an observed child's merge key may nest as deep as a body can, which recursion would not survive.
+ */
+function goValue (value: unknown): string {
+  if (!Array.isArray(value) && !isObject(value)) return goScalar(value)
+  const text: string[] = []
+  // Left to write, last first: a value, or text as it is.
+  const pending: Array<{ value: unknown } | { text: string }> = [{ value }]
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    if ('text' in next) {
+      text.push(next.text)
+      continue
+    }
+    const current = next.value
+    const entries: Array<[string, unknown]> | undefined = Array.isArray(current)
+      ? current.map((item) => ['', item])
+      : isObject(current) ? Object.keys(current).sort(goKeyOrder).map((key) => [`${key}:`, current[key]]) : undefined
+    if (entries === undefined) {
+      text.push(goScalar(current))
+      continue
+    }
+    pending.push({ text: ']' })
+    entries.reverse().forEach(([label, item], index) => {
+      pending.push({ value: item }, { text: label })
+      if (index < entries.length - 1) pending.push({ text: ' ' })
+    })
+    pending.push({ text: Array.isArray(current) ? '[' : 'map[' })
+  }
+  return text.join('')
 }
 
 /** What apply.go matches a list's items by: its `stringMergeKey`, Go's `%v` of the merge key's value. */

@@ -25,6 +25,12 @@ test('list items are matched by Go\'s %v of their merge key, as apply.go formats
   assert.deepEqual(keys.map((key: unknown) => mergeKeyOf({ port: key }, 'port')), go)
 })
 
+test('a merge key nested as deep as a body may nest is formatted, not a stack overflow', () => {
+  const depth = 100_000
+  const key = JSON.parse(`${'[{"a":'.repeat(depth)}1${'}]'.repeat(depth)}`) as unknown
+  assert.equal(mergeKeyOf({ name: key }, 'name'), `${'[map[a:'.repeat(depth)}1${']]'.repeat(depth)}`)
+})
+
 /** An observed object that Metacontroller created from `applied`, after the API server and others added `extra`. */
 function observed (applied: Json, extra: Json): KubernetesObject {
   return { ...structuredClone(applied), ...extra, metadata: { ...applied.metadata, ...extra.metadata, annotations: { ...extra.metadata?.annotations, [LAST_APPLIED]: goJson(applied) } } } as KubernetesObject
