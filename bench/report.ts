@@ -313,6 +313,8 @@ export interface Results {
   node: string
   placement: { sides: string, load: string } | string
   secondsPerRun: number
+  /** Sets of processes each case ran on, one after another, its figures pooled over them; one in runs that do not say. */
+  processSets?: number
   /** BENCH_CASES when the run measured only the cases it matches; null for every case. */
   cases: string | null
   concurrency: number[]
@@ -678,7 +680,7 @@ export function benchmarkPage (results: Results): string {
     `- **machine**: ${machine.cpu}, ${machine.cpus} CPUs, ${machine.memoryGiB} GiB of memory, ${machine.system}`,
     `- **Node.js**: ${results.node}`,
     `- **placement**: ${placement}`,
-    `- **load**: ${results.secondsPerRun} s per side and concurrency, at concurrency ${results.concurrency.join(', ')}; ${results.cases === null ? 'every case' : `the cases matching \`${results.cases}\``}`,
+    `- **load**: ${results.secondsPerRun} s per side and concurrency${(results.processSets ?? 1) === 1 ? '' : `, over ${results.processSets} sets of processes`}, at concurrency ${results.concurrency.join(', ')}; ${results.cases === null ? 'every case' : `the cases matching \`${results.cases}\``}`,
     `- **requests**: ${Object.entries(results.bodies).map(([name, body]) => `${name} ${size(body.bytes)}`).join(', ')}`,
     `- **PostgreSQL**: fsync ${results.postgresFsync}; a pool of ${results.poolMax} connections`,
     `- **this server**: \`node ${results.nodeArgs.join(' ')} dist/server.js\`, as the Deployment runs it (memory limit ${results.memoryLimitMiB} MiB)`,
@@ -692,8 +694,9 @@ const PAGE_LEGEND = `## Reading the table
 
 Each case but the replayed burst is one request, sent again and again: a PostgresWriter resync of an unchanged object
 and a create of a new one, a composite's sync of a changed parent, and the fixed cost's 1-pod PodSet sync at 1,000
-calls/s. Every side of a case runs in a process of its own, started for that case, and the sides alternate in slices
-so that each sees the same share of the machine.
+calls/s. Each case runs on sets of processes started for it, a process per side, one set after another (the run says
+how many), and each side's figures are pooled over its processes: a process's figure moves from one process to the
+next. The sides of a set alternate in slices so that each sees the same share of the machine.
 
 | side | what it is |
 |---|---|

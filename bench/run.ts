@@ -49,6 +49,12 @@ const seconds = Number(process.env.BENCH_DURATION ?? 5)
 if (!(seconds > 0)) throw new Error(`BENCH_DURATION=${process.env.BENCH_DURATION}: expected a number of seconds above 0`)
 const warmupSeconds = Math.min(1, seconds)
 /**
+ * Sets of processes each case runs on, one set after another, the figures of each side pooled over its processes: one
+ * process's figure moves from run to run by more than the targets' margins (the naive hook's CPU a replayed call in
+ * six runs of one session: 0.13-0.17 ms; the fixed cost's ratio in two runs of the same code: 1.39 and 1.45).
+ */
+const PROCESS_SETS = 3
+/**
  * A warm-up's connections and length: a second at concurrency 5, or one request of a multi-megabyte body (autocannon
  * refuses more connections than requests).
  */
@@ -238,18 +244,19 @@ async function drivenBy<T> (record: SideRecord, work: () => Promise<T>): Promise
 }
 
 /**
- * Measures the sides of a case at every concurrency. They alternate in slices of about a second, so that each sees
- * the same share of a busy machine. A multi-megabyte body (`large`) runs in one slice per side of twice as many
- * requests as connections (at least 8), all answered: a cut-off slice would leave CPU time spent on requests it never
- * counts. With 4 at concurrency 1, this server's 2,000-pod figure ranged from 100 to 153 ms a request over four
- * runs (the fastify peer's 125-130); with 8, from 103 to 108 over three. A side answered 304 gets ten times as many:
- * each costs about a tenth, and four of them came to a few ticks of the 10 ms CPU clock.
+ * Measures the sides of a case on one of its process sets, at every concurrency, adding to what its earlier sets
+ * measured. They alternate in slices of about a second, so that each sees the same share of a busy machine,
+ * BENCH_DURATION's worth over the sets. A multi-megabyte body (`large`) runs in one slice per side and set; over the
+ * sets, twice as many requests as connections (at least 8), all answered: a cut-off slice would leave CPU time spent
+ * on requests it never counts. With 4 at concurrency 1, this server's 2,000-pod figure ranged from 100 to 153 ms a
+ * request over four runs (the fastify peer's 125-130); with 8, from 103 to 108 over three. A side answered 304 gets
+ * ten times as many: each costs about a tenth, and four of them came to a few ticks of the 10 ms CPU clock.
  */
 async function compare (name: string, sides: Side[], { large = false, reference, levels = CONCURRENCY }: { large?: boolean, reference?: Reference, levels?: number[] } = {}): Promise<void> {
-  const slices = large ? 1 : Math.max(1, Math.round(seconds))
+  const slices = large ? 1 : Math.max(1, Math.round(seconds / PROCESS_SETS))
   const length = (side: Side, concurrency: number): Length => large
-    ? { requests: Math.max(8, 2 * concurrency) * (side.load?.status === 304 ? 10 : 1) }
-    : { seconds: seconds / slices }
+    ? { requests: Math.max(concurrency, Math.ceil(Math.max(8, 2 * concurrency) / PROCESS_SETS)) * (side.load?.status === 304 ? 10 : 1) }
+    : { seconds: seconds / (slices * PROCESS_SETS) }
   for (const { name: side, process, load } of sides) {
     if (process !== undefined && load !== undefined && await answerOf(name, process, load, side) === undefined) return
   }
@@ -257,8 +264,10 @@ async function compare (name: string, sides: Side[], { large = false, reference,
     await side.process?.idle()
     await side.run(...warmUp(large))
   }
+  const set = (setsMeasured.get(name) ?? 0) + 1
+  setsMeasured.set(name, set)
   for (const concurrency of levels) {
-    const records = sides.map((): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 }))
+    const records = sides.map((side) => pooledRecord(name, side.name, concurrency))
     for (let slice = 0; slice < slices; slice++) {
       for (const [index, side] of sides.entries()) {
         const record = records[index] as SideRecord
@@ -293,14 +302,27 @@ async function compare (name: string, sides: Side[], { large = false, reference,
     const referenced = level.some((row) => compared.includes(row.side))
     for (const row of level) {
       if (referenced && row.side.startsWith('ours')) row.reference = reference ?? null
-      progress(row)
+      progress(row, set)
+      const index = rows.findIndex((earlier) => earlier.case === row.case && earlier.side === row.side && earlier.concurrency === row.concurrency)
+      if (index === -1) rows.push(row)
+      else rows[index] = row
     }
-    rows.push(...level)
   }
 }
 
-function progress (row: Row): void {
-  log(`  ${row.case}, ${row.side} @${row.concurrency}: ${row.requestsPerSecond.toFixed(1)} req/s, p99 ${row.p99Ms.toFixed(2)} ms, ` +
+/** Each side's record of a case at one concurrency, pooled over the case's process sets; the sets measured per case. */
+const pooledRecords = new Map<string, SideRecord>()
+const setsMeasured = new Map<string, number>()
+function pooledRecord (name: string, side: SideName, concurrency: number): SideRecord {
+  const key = JSON.stringify([name, side, concurrency])
+  const record = pooledRecords.get(key) ?? { samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 }
+  pooledRecords.set(key, record)
+  return record
+}
+
+/** A row's figures as measured so far: `set`, when its case has measured that many of its process sets. */
+function progress (row: Row, set?: number): void {
+  log(`  ${row.case}, ${row.side} @${row.concurrency}${set === undefined ? '' : ` (${set} of ${PROCESS_SETS} process sets)`}: ${row.requestsPerSecond.toFixed(1)} req/s, p99 ${row.p99Ms.toFixed(2)} ms, ` +
     `${row.serverCpuMsPerRequest?.toFixed(3) ?? '–'} CPU ms/req, ${row.peakRssMiB?.toFixed(0) ?? '–'} MiB` +
     `${row.failed ? `, FAILED (${row.unexpectedStatus} unexpected status, ${row.errors} errors)` : ''}`)
 }
@@ -391,16 +413,10 @@ const replayPasses = Math.max(1, Math.round(seconds / 1.25))
  * pass: 648, 416, 263, 208, 232, 183, 183 µs; the naive hook's 440, 239, 177, 147, 147, 135, 141).
  */
 const REPLAY_WARMUP_PASSES = 5
-/**
- * Processes of each side that replay the burst, one pair after another, their measured passes pooled: one process's
- * figure moves from run to run by more than the targets' margins (the naive hook's CPU a call in six runs of one
- * session: 0.13-0.17 ms).
- */
-const REPLAY_PROCESSES = 3
 
 /**
  * The burst recorded from a real Metacontroller, replayed on this server and on the naive hook, each in a schema of its
- * own (bench/replay.ts), on REPLAY_PROCESSES processes one after another: REPLAY_WARMUP_PASSES times on each to warm
+ * own (bench/replay.ts), on PROCESS_SETS processes one after another: REPLAY_WARMUP_PASSES times on each to warm
  * it up (the first of them measured alone, as a process just started pays it), then `replayPasses` times, the sides
  * taking turns, each pass about objects of its own. Every answer is checked, and so are the rows each pass left.
  */
@@ -412,7 +428,7 @@ async function replayBurst (): Promise<ReplaySummary | null> {
   if (recording === undefined) return null
   const schemas = { ours: `${schema}_replay`, naive: `${naiveSchema}_replay` }
   const passesPerProcess = REPLAY_WARMUP_PASSES + replayPasses
-  const passes = Array.from({ length: REPLAY_PROCESSES * passesPerProcess }, (_, pass) => callsOfPass(recording.calls, pass + 1))
+  const passes = Array.from({ length: PROCESS_SETS * passesPerProcess }, (_, pass) => callsOfPass(recording.calls, pass + 1))
   const checks: ReplaySummary['checks'] = {}
   const newRecord = (): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 })
   const sides = [
@@ -420,7 +436,7 @@ async function replayBurst (): Promise<ReplaySummary | null> {
     { name: 'naive hook' as const, schema: schemas.naive, differing: 0, firstPassCpuMs: 0, record: newRecord() }
   ]
   try {
-    for (let round = 0; round < REPLAY_PROCESSES; round++) {
+    for (let round = 0; round < PROCESS_SETS; round++) {
       await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': naive }) => {
         const processes = { ours, 'naive hook': naive }
         for (const [pass, calls] of passes.slice(round * passesPerProcess, (round + 1) * passesPerProcess).entries()) {
@@ -470,8 +486,8 @@ async function replayBurst (): Promise<ReplaySummary | null> {
   } finally {
     for (const replaySchema of Object.values(schemas)) await admin.query(`DROP SCHEMA IF EXISTS "${replaySchema}" CASCADE`)
   }
-  const firstPassCpuMsPerCall = Object.fromEntries(sides.map((side) => [side.name, side.firstPassCpuMs / (REPLAY_PROCESSES * recording.calls.length)]))
-  return { recording: recordingFacts(recording, relative(root, BURST_FILE)), concurrency: REPLAY_CONCURRENCY, processes: REPLAY_PROCESSES, warmupPasses: REPLAY_WARMUP_PASSES, passes: replayPasses, firstPassCpuMsPerCall, checks }
+  const firstPassCpuMsPerCall = Object.fromEntries(sides.map((side) => [side.name, side.firstPassCpuMs / (PROCESS_SETS * recording.calls.length)]))
+  return { recording: recordingFacts(recording, relative(root, BURST_FILE)), concurrency: REPLAY_CONCURRENCY, processes: PROCESS_SETS, warmupPasses: REPLAY_WARMUP_PASSES, passes: replayPasses, firstPassCpuMsPerCall, checks }
 }
 
 const wholeRunPeakRssMiB: Record<string, number> = {}
@@ -491,6 +507,12 @@ const startSide: Record<ProcessName, (schemas: Schemas) => Promise<MeasuredProce
   'receive floor': async () => await startProcess('receive floor', 'bench/peers/receive-floor.js', {})
 }
 const running = new Set<MeasuredProcess>()
+
+/** Runs a case on PROCESS_SETS sets of fresh processes (see onFreshProcesses), until a set records a failure. */
+async function onProcessSets (names: readonly ProcessName[], measure: (sides: Record<ProcessName, MeasuredProcess>) => Promise<void>): Promise<void> {
+  const failed = failures.length
+  for (let set = 0; set < PROCESS_SETS && failures.length === failed; set++) await onFreshProcesses(names, measure)
+}
 
 /**
  * Runs a case on processes started for it alone, so that no case's heap, garbage or compiled code counts in another's
@@ -515,14 +537,14 @@ async function onFreshProcesses (names: readonly ProcessName[], measure: (sides:
 let postgresFsync = ''
 try {
   postgresFsync = (await admin.query<{ fsync: string }>('SHOW fsync')).rows[0]?.fsync ?? ''
-  log(`bench: ${seconds} s per side and concurrency, concurrency ${CONCURRENCY.join('/')}, pool ${config.database.poolMax}, ` +
+  log(`bench: ${seconds} s per side and concurrency over ${PROCESS_SETS} process sets, concurrency ${CONCURRENCY.join('/')}, pool ${config.database.poolMax}, ` +
     `PostgreSQL with fsync ${postgresFsync}, ` +
     `this server with the Deployment's ${manifest.nodeArgs.join(' ')} (limit ${manifest.memoryLimitMiB} MiB), ` +
     (placement === undefined ? 'unpinned (one CPU)' : `sides on CPU ${placement.sides}, load and PostgreSQL on CPU ${placement.load}`) +
     ', each case on processes of its own')
 
   if (selected(FIXED_COST_CASE)) {
-    await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': bareFastify }) => {
+    await onProcessSets(['ours', 'fastify peer'], async ({ ours, 'fastify peer': bareFastify }) => {
       const body = fixedCostRequest()
       bodies[FIXED_COST_CASE] = requestBody(body)
       const path = '/podset/sync'
@@ -538,11 +560,11 @@ try {
 
   const resyncName = 'PostgresWriter unchanged resync'
   if (selected(resyncName)) {
-    await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': fastifyPeer }) => {
-      const request = postgresWriterResync()
+    const request = postgresWriterResync()
+    await onProcessSets(['ours', 'fastify peer'], async ({ ours, 'fastify peer': fastifyPeer }) => {
       resyncTable = request.object.spec.table
       const path = '/postgres-writer/sync'
-      // The first sync writes the row; its answer is the status that every later, unchanged resync observes.
+      // The first sync writes the row (on the first set; the later ones find it written); its answer is the status that every later, unchanged resync observes.
       const first = await answerOf(resyncName, ours, { path, body: JSON.stringify(request), verifyBody: rowWritten })
       if (first !== undefined) {
         request.object.status = (JSON.parse(first.text) as { status: unknown }).status
@@ -568,7 +590,7 @@ try {
   }
 
   const composites = compositeCases().filter((c) => selected(c.name))
-  const measureComposite = async (composite: CompositeCase): Promise<void> => await onFreshProcesses(
+  const measureComposite = async (composite: CompositeCase): Promise<void> => await onProcessSets(
     ['ours', 'ours, ETag', ...composite.peers ? ['fastify peer', 'node:http peer', 'receive floor'] as const : []],
     async ({ ours, 'ours, ETag': oursEtag, 'fastify peer': fastifyPeer, 'node:http peer': httpPeer, 'receive floor': receiveFloor }) => {
       const body = composite.body()
@@ -605,14 +627,15 @@ try {
 
   const createName = 'PostgresWriter create'
   if (selected(createName)) {
-    await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': fastifyPeer }) => {
-      const { request, next } = postgresWriterCreate()
-      bodies[createName] = requestBody(next())
-      const { namespace } = request.object.metadata
-      const { table: createTable, name: person, age, country } = request.object.spec
-      const sql = rowStatements.upsert(schema, createTable)
-      let created = 0
-      const path = '/postgres-writer/sync'
+    // One name per create across the process sets: each request creates an object of its own.
+    const { request, next } = postgresWriterCreate()
+    bodies[createName] = requestBody(next())
+    const { namespace } = request.object.metadata
+    const { table: createTable, name: person, age, country } = request.object.spec
+    const sql = rowStatements.upsert(schema, createTable)
+    let created = 0
+    const path = '/postgres-writer/sync'
+    await onProcessSets(['ours', 'fastify peer'], async ({ ours, 'fastify peer': fastifyPeer }) => {
       await compare(createName, [
         onProcess('ours', ours, { path, body: next, verifyBody: rowWritten }),
         onProcess('naive hook', fastifyPeer, { path, body: next, verifyBody: rowWritten }),
@@ -650,6 +673,7 @@ const results: Results = {
   node: process.version,
   placement: placement ?? 'unpinned (one CPU)',
   secondsPerRun: seconds,
+  processSets: PROCESS_SETS,
   cases: process.env.BENCH_CASES === undefined || process.env.BENCH_CASES === '' ? null : process.env.BENCH_CASES,
   concurrency: CONCURRENCY,
   poolMax: config.database.poolMax,

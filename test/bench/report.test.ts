@@ -128,6 +128,11 @@ test('the page says what a PostgresWriter create costs in round trips and statem
   for (const uncounted of [null, undefined]) assert.doesNotMatch(benchmarkPage(resultsOf(pageRows, { createCosts: uncounted })), /What a PostgresWriter create costs/)
 })
 
+test('the page says over how many sets of processes each case ran, when it ran on more than one', () => {
+  assert.match(benchmarkPage(resultsOf(pageRows, { processSets: 3 })), /^- \*\*load\*\*: \d+ s per side and concurrency, over 3 sets of processes, at concurrency /m)
+  for (const single of [1, undefined]) assert.match(benchmarkPage(resultsOf(pageRows, { processSets: single })), /^- \*\*load\*\*: \d+ s per side and concurrency, at concurrency /m)
+})
+
 test('a run of short slices, or of some cases only, is marked as a quick look at the top of its page', () => {
   const short = benchmarkPage(resultsOf(pageRows, { secondsPerRun: 1, cases: 'PodSet' }))
   assert.match(short.split('## Targets')[0] ?? '', new RegExp(`^> \\*\\*A quick look, not a full run:\\*\\* 1 s per side and concurrency, under the ${FULL_RUN_SECONDS} s of a full run; only the cases matching \`PodSet\`\\.`, 'm'))
