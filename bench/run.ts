@@ -570,7 +570,8 @@ try {
     await onProcessSets(['ours', 'fastify peer'], async ({ ours, 'fastify peer': fastifyPeer }) => {
       resyncTable = request.object.spec.table
       const path = '/postgres-writer/sync'
-      // The first sync writes the row (on the first set; the later ones find it written); its answer is the status that every later, unchanged resync observes.
+      // The first sync writes the row (on the first set; the later ones find it written); its answer is the status
+      // that every later, unchanged resync observes.
       const first = await answerOf(resyncName, ours, { path, body: JSON.stringify(request), verifyBody: rowWritten })
       if (first !== undefined) {
         request.object.status = (JSON.parse(first.text) as { status: unknown }).status
