@@ -91,6 +91,7 @@ export async function startNodeEnvironment (): Promise<NodeEnvironment> {
     const kubectl = async (args: string[], input?: string): Promise<string> => await cluster.kubectl(args, input)
 
     const manifests = join(work, 'manifests')
+    const hookPods = async (): Promise<Pod[]> => (JSON.parse(await kubectl(['get', 'pods', '-n', NAMESPACE, '-l', `app.kubernetes.io/name=${DEPLOYMENT}`, '-o', 'json'])) as { items: Pod[] }).items
     await time('install', async () => {
       const relay = await node.forward(Number(new URL(postgres.connectionString).port))
       const url = new URL(postgres.connectionString)
@@ -105,6 +106,13 @@ export async function startNodeEnvironment (): Promise<NodeEnvironment> {
       await kubectl(['rollout', 'status', `deployment/${DEPLOYMENT}`, '-n', NAMESPACE, '--timeout=300s']).catch(async (error: unknown) => {
         throw new Error(`${error instanceof Error ? error.message : String(error)}\n${await whyNotReady(kubectl, cluster, node)}`)
       })
+      // `rollout status` has returned while a pod still read Ready=False: once, that pod's first readiness result came
+      // a moment later, and no probe had failed in the kubelet's log.
+      await eventually('every hook pod Ready', async () => {
+        const pods = await hookPods()
+        const unready = pods.filter((pod) => !podReady(pod)).map((pod) => pod.metadata.name)
+        if (unready.length > 0) throw new Error(`not ready: ${unready.join(', ')}`)
+      }, 60_000)
     })
     const serviceIP = (await kubectl(['get', 'service', DEPLOYMENT, '-n', NAMESPACE, '-o', 'jsonpath={.spec.clusterIP}'])).trim()
     // kube-proxy routes the Service to the pods a moment after they are ready.
@@ -114,7 +122,6 @@ export async function startNodeEnvironment (): Promise<NodeEnvironment> {
     }, 60_000))
     // Rewritten in place: the bind mount holds this file's inode.
     writeFileSync(hosts, `${readFileSync('/etc/hosts', 'utf8')}\n${serviceIP} ${DEPLOYMENT}.${NAMESPACE}\n`)
-    const hookPods = async (): Promise<Pod[]> => (JSON.parse(await kubectl(['get', 'pods', '-n', NAMESPACE, '-l', `app.kubernetes.io/name=${DEPLOYMENT}`, '-o', 'json'])) as { items: Pod[] }).items
     return {
       cluster,
       node,
