@@ -442,31 +442,29 @@ async function replayBurst (): Promise<ReplaySummary | null> {
     { name: 'naive hook' as const, schema: schemas.naive, differing: 0, firstPassCpuMs: 0, record: newRecord() }
   ]
   try {
-    for (let round = 0; round < PROCESS_SETS; round++) {
-      await onFreshProcesses(['ours', 'fastify peer'], async ({ ours, 'fastify peer': naive }) => {
-        const processes = { ours, 'naive hook': naive }
-        for (const [pass, calls] of passes.slice(round * passesPerProcess, (round + 1) * passesPerProcess).entries()) {
-          for (const side of sides) {
-            const process = processes[side.name]
-            await process.idle()
-            const run = async (): Promise<Replayed> => await replay(process.url, calls, REPLAY_CONCURRENCY)
-            const differing = ({ answers }: Replayed): number => answers.filter((answer, index) => !answerAsExpected(calls[index] as ReplayCall, answer, side.name)).length
-            // The warm-up passes are checked; of them, only each process's first one's CPU is kept, for the page.
-            if (pass < REPLAY_WARMUP_PASSES) {
-              const [replayed, , cpu] = await process.measured(run)
-              side.differing += differing(replayed)
-              if (pass === 0) side.firstPassCpuMs += cpu
-              continue
-            }
-            const [replayed, peak, cpu] = await process.measured(async () => await drivenBy(side.record, run))
+    await onProcessSets(['ours', 'fastify peer'], async ({ ours, 'fastify peer': naive }, set) => {
+      const processes = { ours, 'naive hook': naive }
+      for (const [pass, calls] of passes.slice(set * passesPerProcess, (set + 1) * passesPerProcess).entries()) {
+        for (const side of sides) {
+          const process = processes[side.name]
+          await process.idle()
+          const run = async (): Promise<Replayed> => await replay(process.url, calls, REPLAY_CONCURRENCY)
+          const differing = ({ answers }: Replayed): number => answers.filter((answer, index) => !answerAsExpected(calls[index] as ReplayCall, answer, side.name)).length
+          // The warm-up passes are checked; of them, only each process's first one's CPU is kept, for the page.
+          if (pass < REPLAY_WARMUP_PASSES) {
+            const [replayed, , cpu] = await process.measured(run)
             side.differing += differing(replayed)
-            side.record.samples.push(replayed.sample)
-            side.record.peakRssMiB = Math.max(side.record.peakRssMiB ?? 0, peak)
-            side.record.cpuMs += cpu
+            if (pass === 0) side.firstPassCpuMs += cpu
+            continue
           }
+          const [replayed, peak, cpu] = await process.measured(async () => await drivenBy(side.record, run))
+          side.differing += differing(replayed)
+          side.record.samples.push(replayed.sample)
+          side.record.peakRssMiB = Math.max(side.record.peakRssMiB ?? 0, peak)
+          side.record.cpuMs += cpu
         }
-      }, schemas)
-    }
+      }
+    }, schemas)
     for (const side of sides) {
       const expected = passes.flatMap((calls) => expectedWriterRows(calls))
       const found = (await Promise.all(passes.map(async (calls) => await writerRowsFound(admin, side.schema, calls)))).flat()
@@ -514,10 +512,13 @@ const startSide: Record<ProcessName, (schemas: Schemas) => Promise<MeasuredProce
 }
 const running = new Set<MeasuredProcess>()
 
-/** Runs a case on PROCESS_SETS sets of fresh processes (see onFreshProcesses), until a set records a failure. */
-async function onProcessSets (names: readonly ProcessName[], measure: (sides: Record<ProcessName, MeasuredProcess>) => Promise<void>): Promise<void> {
+/**
+ * Runs a case on PROCESS_SETS sets of fresh processes (see onFreshProcesses), until a set records a failure; `measure`
+ * is told which set it runs on, from 0.
+ */
+async function onProcessSets (names: readonly ProcessName[], measure: (sides: Record<ProcessName, MeasuredProcess>, set: number) => Promise<void>, schemas?: Schemas): Promise<void> {
   const failed = failures.length
-  for (let set = 0; set < PROCESS_SETS && failures.length === failed; set++) await onFreshProcesses(names, measure)
+  for (let set = 0; set < PROCESS_SETS && failures.length === failed; set++) await onFreshProcesses(names, async (sides) => { await measure(sides, set) }, schemas)
 }
 
 /**
