@@ -236,6 +236,8 @@ interface SideRecord {
   loadMs: number
 }
 
+const newSideRecord = (): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 })
+
 /** Runs `work`, adding this process's CPU time and the time it took to `record`. */
 async function drivenBy<T> (record: SideRecord, work: () => Promise<T>): Promise<T> {
   const cpu = process.cpuUsage()
@@ -321,7 +323,7 @@ const pooledRecords = new Map<string, SideRecord>()
 const setsMeasured = new Map<string, number>()
 function pooledRecord (name: string, side: SideName, concurrency: number): SideRecord {
   const key = JSON.stringify([name, side, concurrency])
-  const record = pooledRecords.get(key) ?? { samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 }
+  const record = pooledRecords.get(key) ?? newSideRecord()
   pooledRecords.set(key, record)
   return record
 }
@@ -436,10 +438,9 @@ async function replayBurst (): Promise<ReplaySummary | null> {
   const passesPerProcess = REPLAY_WARMUP_PASSES + replayPasses
   const passes = Array.from({ length: PROCESS_SETS * passesPerProcess }, (_, pass) => callsOfPass(recording.calls, pass + 1))
   const checks: ReplaySummary['checks'] = {}
-  const newRecord = (): SideRecord => ({ samples: [], peakRssMiB: null, cpuMs: 0, loadCpuMs: 0, loadMs: 0 })
   const sides = [
-    { name: 'ours' as const, schema: schemas.ours, differing: 0, firstPassCpuMs: 0, record: newRecord() },
-    { name: 'naive hook' as const, schema: schemas.naive, differing: 0, firstPassCpuMs: 0, record: newRecord() }
+    { name: 'ours' as const, schema: schemas.ours, differing: 0, firstPassCpuMs: 0, record: newSideRecord() },
+    { name: 'naive hook' as const, schema: schemas.naive, differing: 0, firstPassCpuMs: 0, record: newSideRecord() }
   ]
   try {
     await onProcessSets(['ours', 'fastify peer'], async ({ ours, 'fastify peer': naive }, set) => {
