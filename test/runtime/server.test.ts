@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict'
+import { readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { randomBytes } from 'node:crypto'
 import { createServer, type AddressInfo } from 'node:net'
@@ -9,6 +10,7 @@ import { deployment } from '../../dev/deployment.js'
 import { testDatabaseUrl } from '../helpers/database-url.js'
 import { fixturePath } from '../helpers/fixtures.js'
 import { spawnServer, startServer, withoutDatabase } from '../../dev/server-process.js'
+import { EVENT_LOOP_SAMPLE_MS } from '../../hooks/http/metrics.js'
 
 test('SIGTERM: in-flight hooks complete, then the process exits 0', async (t) => {
   const schema = `test_${randomBytes(6).toString('hex')}`
@@ -71,6 +73,24 @@ test('the production entry point without a database setting starts none: one lin
   assert.equal(lines.length, 1, server.output())
   assert.match(lines[0] ?? '', /"msg":"no database configured: set DATABASE_URL, .*PG\* variables \(this server starts no database of its own; npm start does, for development\)"/)
 })
+
+test('an idle server sleeps: its event loop wakes a few times a second at most', async (t) => {
+  const server = await startServer({ nodeArgs: deployment().nodeArgs, env: { DATABASE_URL: testDatabaseUrl() } })
+  t.after(async () => { await server.stop() })
+  assert.equal((await fetch(`${server.probeUrl ?? server.url}/metrics`)).status, 200)
+  await sleep(500)
+  const before = wakeUps(server.pid)
+  await sleep(2000)
+  const perSecond = (wakeUps(server.pid) - before) / 2
+  // The event loop's delay is sampled every EVENT_LOOP_SAMPLE_MS, which wakes it; nothing else should.
+  assert.ok(perSecond <= 2 * 1000 / EVENT_LOOP_SAMPLE_MS, `the idle server's main thread woke ${perSecond} times a second`)
+})
+
+/** How many times the process's main thread has gone to sleep and been woken. */
+function wakeUps (pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  return Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(status)?.[1])
+}
 
 for (const variable of ['PORT', 'HOOKS_PROBE_PORT'] as const) {
   test(`a port in use (${variable}): one line names the port and its variable, and the exit code is 1`, async (t) => {
