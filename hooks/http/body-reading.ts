@@ -45,6 +45,9 @@ export interface BodyGate {
  * ClientGone.
  */
 export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: RequestDigest | undefined, gate: BodyGate): Promise<ReceivedBody> {
+  // The HTTP parser pushes a request's body after its handlers have run on the headers: a turn of the microtask queue
+  // later, a body that came with its headers is in the stream's buffer, whole.
+  await Promise.resolve()
   return await new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let length = 0
@@ -87,19 +90,37 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
     // The connection failed or closed before the body's end: `error` (with listeners) then `close`, or `close` alone.
     const onGone = (): void => { stop(new ClientGone('while its body was arriving')) }
     if (stream.destroyed) return onGone()
+    // A body whole in the stream's buffer (its Content-Length says so) is charged, then taken from it at once, without
+    // the stream's flow of events: a 1-pod PodSet call took 4 % less CPU.
+    const whole = expectedLength !== undefined && expectedLength > 0 && expectedLength <= limits.bytes && stream.readableLength === expectedLength
+    /** Takes the whole body once charged; `charged`: the gate said so, after asking to wait for room. */
+    let asked = false
+    const takeWhole = (charged: boolean): void => {
+      if (!charged) {
+        asked = true
+        if (!gate.take(expectedLength as number)) return
+      }
+      keep(stream.read() as Buffer)
+      onEnd()
+    }
     const mayRead = gate.open({
       stop,
       go: () => {
         if (done) return
+        if (whole) return takeWhole(asked)
         if (waiting !== undefined) keep(waiting)
         waiting = undefined
         stream.resume()
       }
     })
-    stream.on('data', onData)
-    stream.once('end', onEnd)
+    if (whole && mayRead) takeWhole(false)
+    if (done) return
+    // Until it is read, its client may go.
     stream.once('error', onGone)
     stream.once('close', onGone)
+    if (whole) return
+    stream.on('data', onData)
+    stream.once('end', onEnd)
     // Unread until its Content-Length fits: a 'data' listener alone would start the flow.
     if (mayRead) stream.resume()
     else stream.pause()
