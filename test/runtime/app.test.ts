@@ -194,3 +194,23 @@ test('HOOKS_BEARER_TOKEN: hooks need the token; health and metrics stay open', a
   assert.equal((await app.inject({ ...request, headers: { authorization: 'Bearer s3cret-token' } })).statusCode, 200)
   for (const url of ['/healthz', '/readyz', '/metrics']) assert.equal((await app.inject({ url })).statusCode, 200, url)
 })
+
+test('while the server drains, every answer closes its connection: hook answers, refusals and probes alike', async (t) => {
+  const { app, lifecycle } = await build(t, { databaseUrl: false, controllers: [podSet] })
+  const payload = JSON.stringify(fixture('podset', 'first-sync'))
+  const requests = {
+    'a hook answer': { method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'application/json' } },
+    'a refused hook request': { method: 'POST', url: '/podset/sync', payload, headers: { 'content-type': 'text/plain' } },
+    'a path no route takes': { method: 'POST', url: '/podsets/sync', payload, headers: { 'content-type': 'application/json' } },
+    'a method the path does not take': { method: 'GET', url: '/podset/sync' },
+    readiness: { method: 'GET', url: '/readyz' },
+    metrics: { method: 'GET', url: '/metrics' }
+  } as const
+  for (const draining of [false, true]) {
+    lifecycle.draining = draining
+    for (const [what, request] of Object.entries(requests)) {
+      const response = await app.inject(request)
+      assert.equal(response.headers.connection, draining ? 'close' : 'keep-alive', `${what}, ${draining ? '' : 'not '}draining: ${response.statusCode}`)
+    }
+  }
+})
