@@ -91,12 +91,12 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
     const onGone = (): void => { stop(new ClientGone('while its body was arriving')) }
     if (stream.destroyed) return onGone()
     // A body whole in the stream's buffer (its Content-Length says so) is charged, then taken from it at once, without
-    // the stream's flow of events: a 1-pod PodSet call took 4 % less CPU.
+    // the stream's flow of events: a 1-pod PodSet call took 3 % less CPU.
     const whole = expectedLength !== undefined && expectedLength > 0 && expectedLength <= limits.bytes && stream.readableLength === expectedLength
-    /** Takes the whole body once charged; `charged`: the gate said so, after asking to wait for room. */
+    // Whether the whole body was asked of the gate: once it has, `go` says it is charged.
     let asked = false
-    const takeWhole = (charged: boolean): void => {
-      if (!charged) {
+    const takeWhole = (): void => {
+      if (!asked) {
         asked = true
         if (!gate.take(expectedLength as number)) return
       }
@@ -107,13 +107,13 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
       stop,
       go: () => {
         if (done) return
-        if (whole) return takeWhole(asked)
+        if (whole) return takeWhole()
         if (waiting !== undefined) keep(waiting)
         waiting = undefined
         stream.resume()
       }
     })
-    if (whole && mayRead) takeWhole(false)
+    if (whole && mayRead) takeWhole()
     if (done) return
     // Until it is read, its client may go.
     stream.once('error', onGone)
