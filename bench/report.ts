@@ -237,7 +237,7 @@ export function targets (facts: RunFacts): Target[] {
       label: 'this server',
       value: readyRss === undefined || fastifyReadyRss === undefined ? undefined : readyRss - fastifyReadyRss,
       met: (margin) => margin <= READY_RSS_MARGIN_MIB,
-      show: (margin) => `${mebibytes(facts.readyRssMiB, 'ours')}, ${margin >= 0 ? '+' : '−'}${Math.abs(margin).toFixed(0)} MiB over the fastify peer's (${peersMebibytes(facts.readyRssMiB)})`
+      show: (margin) => `${readyRss?.toFixed(0) ?? '–'} MiB, ${margin >= 0 ? '+' : '−'}${Math.abs(margin).toFixed(0)} MiB over the fastify peer's (${peersMebibytes(facts.readyRssMiB)})`
     }]),
     verdict('Peak RSS from 100 pods up: <= the larger peer\'s (fastify\'s or node:http\'s) (PodSet 100 and 2,000 pods)',
       perRow(rows, fromHundredPods, 'ours', (row) => ratio(row.peakRssMiB, bestOf(peerRows(rows, row).map((peer) => peer.peakRssMiB), Math.max)), (r) => r <= 1.0, times)),

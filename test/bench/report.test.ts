@@ -52,7 +52,7 @@ test('each target compares this server with its reference in the same case and c
   assert.equal(verdictOf(list, 'Changed requests from 100 pods up').verdict, 'met', '0.85 ms against the better peer\'s, node:http\'s 0.95: 0.89×; 10 pods not counted')
   assert.doesNotMatch(verdictOf(list, 'Changed requests from 100 pods up').figure, /10 pods/)
   assert.equal(verdictOf(list, 'RSS once started').verdict, 'met', '79 MiB against the fastify peer\'s 70: +9 MiB')
-  assert.match(verdictOf(list, 'RSS once started').figure, /^this server 78 MiB, \+9 MiB over the fastify peer's \(fastify peer 70 MiB, node:http peer 45 MiB\)$/)
+  assert.match(verdictOf(list, 'RSS once started').figure, /^this server 79 MiB, \+9 MiB over the fastify peer's \(fastify peer 70 MiB, node:http peer 45 MiB\)$/)
   assert.equal(verdictOf(list, 'Peak RSS from 100 pods up').verdict, 'met', '95 MiB against the larger peer\'s, fastify\'s 100 (node:http\'s 85)')
   assert.equal(verdictOf(list, 'Peak RSS under').verdict, 'met')
   assert.match(verdictOf(list, 'Peak RSS under').figure, /^this server 210 MiB/)
