@@ -1,11 +1,10 @@
 import type { Readable } from 'node:stream'
 import { HookError } from '../framework/errors.js'
-import type { RequestDigest } from './etag.js'
 import { bodyTooLarge, type BodyLimits, type ReceivedBody } from './request-body.js'
 
 /**
- * Reading a hook request's body: the whole of it, into memory, as the call's admission lets it (hook-call.ts),
- * digested on the way for its ETag, before anything decides on it.
+ * Reading a hook request's body: the whole of it, into memory, as the call's admission lets it (hook-call.ts), before
+ * anything decides on it.
  */
 
 /**
@@ -40,11 +39,10 @@ export interface BodyGate {
 
 /**
  * Reads a body once `gate` lets it start, refusing it (413) as soon as it passes the byte limit, charging each chunk
- * through `gate` (and pausing while the chunk waits for room), and feeding `digest` as the bytes arrive.
- * `expectedLength` is the Content-Length, when the client sent one. Rejects with what the gate refuses (408, 503), or
- * ClientGone.
+ * through `gate` (and pausing while the chunk waits for room). `expectedLength` is the Content-Length, when the
+ * client sent one. Rejects with what the gate refuses (408, 503), or ClientGone.
  */
-export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, digest: RequestDigest | undefined, gate: BodyGate): Promise<ReceivedBody> {
+export async function receiveBody (stream: Readable, limits: BodyLimits, expectedLength: number | undefined, gate: BodyGate): Promise<ReceivedBody> {
   // The HTTP parser pushes a request's body after its handlers have run on the headers: a turn of the microtask queue
   // later, a body that came with its headers is in the stream's buffer, whole.
   await Promise.resolve()
@@ -70,7 +68,6 @@ export async function receiveBody (stream: Readable, limits: BodyLimits, expecte
     }
     const keep = (chunk: Buffer): void => {
       length += chunk.length
-      digest?.update(chunk)
       chunks.push(chunk)
     }
     const onData = (chunk: Buffer): void => {

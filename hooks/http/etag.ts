@@ -10,7 +10,7 @@ import type { Controller, HookName } from '../framework/controller.js'
  * `If-None-Match`, and on a 304 reuses the answer it kept.
  *
  * Here an ETag names the request itself: the hook's identity (the build that answers, the configuration that can change
- * its answer to the same bytes, the controller, the hook) and a digest of the request's bytes as they arrive. Equal
+ * its answer to the same bytes, the controller, the hook) and a digest of the request's bytes. Equal
  * ETags mean the same code, configured alike, got a byte-identical request, so a 304 needs neither decoding nor
  * parsing, and is never the answer to a request this server would refuse. That is sound only where the answer is a function of the request: a
  * controller that declares no I/O (`needs: []`). Its hooks get no configuration and no state, only the clock, which
@@ -49,48 +49,31 @@ export function buildIdentity (): string {
 }
 
 /**
- * A digest of one request's bytes, fed as they arrive, and the ETag it gives. The digest is XXH3's 64-bit hash, in
- * native code that reads each chunk where it lies: 0.055 ms for a 544 KiB body, half what XXH64 in WebAssembly took
- * (it copies each chunk into its memory first) and an eighth of SHA-256. It only has to tell a request about a parent
- * from the next one Metacontroller sends about the same parent, which 64 bits do: two different requests share a
- * digest once in 2^64. A collision made on purpose by a writer of the parent or its children would only make
- * Metacontroller keep applying its answer to the parent's previous request until the next change.
+ * How one hook's requests are tagged: the ETag of a request's bytes, from the chunks they arrived in, once they all
+ * have. The digest is XXH3's 64-bit hash, in native code that reads each chunk where it lies: 0.055 ms for a 544 KiB
+ * body, half what XXH64 in WebAssembly took (it copies each chunk into its memory first) and an eighth of SHA-256. It
+ * only has to tell a request about a parent from the next one Metacontroller sends about the same parent, which 64
+ * bits do: two different requests share a digest once in 2^64. A collision made on purpose by a writer of the parent
+ * or its children would only make Metacontroller keep applying its answer to the parent's previous request until the
+ * next change. `bodyLimit` (HOOKS_BODY_LIMIT) is the one setting that changes the answer to the same bytes once they
+ * have arrived: it bounds the JSON values a body may have, checked when the body is parsed, and the size of the answer
+ * (framework/answer-budget.ts).
  */
-export class RequestDigest {
-  private readonly state = idleStates.pop() ?? xxh3.Xxh3.withSeed()
-
-  /** `hook`: the identity of the hook that answers (the build, the controller, the hook). */
-  constructor (private readonly hook: string) {}
-
-  update (bytes: Uint8Array): void {
-    this.state.update(bytes)
-  }
-
-  /** The ETag (a strong one) of the bytes fed: called once, when they have all arrived. */
-  etag (): string {
-    const digest = this.state.digest()
-    this.state.reset()
-    if (idleStates.length < IDLE_STATES) idleStates.push(this.state)
-    return `"${this.hook}-${digest.toString(16).padStart(16, '0')}"`
-  }
-}
-
-/**
- * The native states of digests that gave their ETag, reset for the next requests: making one per request cost more
- * CPU than digesting a 1-pod PodSet's 8 KB. A state whose request never arrived whole is left to the garbage collector.
- */
-const idleStates: xxh3.Xxh3[] = []
-const IDLE_STATES = 64
-
-/**
- * New digests of one hook's requests. `bodyLimit` (HOOKS_BODY_LIMIT) is the one setting that changes the answer to the
- * same bytes once they have arrived: it bounds the JSON values a body may have, checked when the body is parsed, and
- * the size of the answer (framework/answer-budget.ts).
- */
-export function requestDigest (controller: Controller, hook: HookName, bodyLimit: number): () => RequestDigest {
+export function requestTag (controller: Controller, hook: HookName, bodyLimit: number): (chunks: readonly Uint8Array[]) => string {
   const identity = createHash('sha256').update(`${buildIdentity()}\n${controller.name}\n${hook}\nHOOKS_BODY_LIMIT=${bodyLimit}\n`).digest('base64url').slice(0, 16)
-  return () => new RequestDigest(identity)
+  return (chunks) => {
+    for (const chunk of chunks) digestState.update(chunk)
+    const digest = digestState.digest()
+    digestState.reset()
+    return `"${identity}-${digest.toString(16).padStart(16, '0')}"`
+  }
 }
+
+/**
+ * The one native state every tag is computed in: a tag is computed at once, from start to end, so no two share it, and
+ * a state per request cost more CPU than digesting a 1-pod PodSet's 8 KB.
+ */
+const digestState = xxh3.Xxh3.withSeed()
 
 /** `If-None-Match` holds `tag`: a list of entity tags compared weakly (RFC 9110 §13.1.2); `*` is not honoured. */
 export function noneMatchHolds (header: string | undefined, tag: string): boolean {

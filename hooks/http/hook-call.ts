@@ -9,7 +9,7 @@ import type { BearerTokenSource } from './bearer-token.js'
 import { BodyAdmission, Call, RETRY_AFTER_SECONDS, TICK_MS, type Effect, type SchedulerClock } from './body-admission.js'
 import { ClientGone, isJson, receiveBody, type BodyGate } from './body-reading.js'
 import { CpuTurns } from './cpu-turns.js'
-import { answersFromRequestAlone, noneMatchHolds, requestDigest, type RequestDigest } from './etag.js'
+import { answersFromRequestAlone, noneMatchHolds, requestTag } from './etag.js'
 import { hookTelemetry, type HookResponse } from './hook-telemetry.js'
 import type { Metrics } from './metrics.js'
 import { bodyLimits, bodyTooLarge, parseBody, scannedFirst, unreadFields, type ReceivedBody, type UnreadFields } from './request-body.js'
@@ -19,8 +19,8 @@ import { bodyLimits, bodyTooLarge, parseBody, scannedFirst, unreadFields, type R
  * `hookCalls`, which takes it through its steps, in this order:
  *
  * 1. `onRequest`: the call is made, and the bearer token checked (bearer-auth.ts).
- * 2. `preParsing`: its body read into memory as the admission scheduler lets it (body-admission.ts), digested for its
- *    ETag on the way (body-reading.ts); the 304 of a request whose If-None-Match holds that ETag; its turn to be parsed.
+ * 2. `preParsing`: its body read into memory as the admission scheduler lets it (body-reading.ts, body-admission.ts),
+ *    then tagged with its ETag (etag.ts); the 304 of a request whose If-None-Match holds that ETag; its turn to be parsed.
  * 3. The JSON parser: the body parsed (request-body.ts), without the fields of observed children that no hook reads
  *    when it is large; then fastify checks the hook's request schema (wire/schemas.ts).
  * 4. The handler: memory set aside for its answer, and its turn of the CPU; the controller's hook run; its ETag.
@@ -215,10 +215,9 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
   fastify.decorateRequest('call', null)
 
   // --- 2. the body, read whole into memory as the scheduler lets it --------------------------------------------------
-  /** Reads the body of `call`, digesting it for its ETag when `digest` is given. */
-  const readBody = async (call: HookCall, payload: Readable, digest: (() => RequestDigest) | undefined): Promise<void> => {
+  /** Reads the body of `call`, and tags it with its ETag when `tagOf` is given. */
+  const readBody = async (call: HookCall, payload: Readable, tagOf: ((chunks: readonly Buffer[]) => string) | undefined): Promise<void> => {
     if (call.announced !== undefined && call.announced > limits.bytes) throw bodyTooLarge(limits.bytes)
-    const requestDigest = digest?.()
     call.admitted = true
     call.reply.raw.once('close', () => {
       call.parseTurn?.reject(new ClientGone('while it waited for memory to parse its body'))
@@ -243,22 +242,22 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
       }
     }
     try {
-      call.body = await receiveBody(payload, limits, call.announced, requestDigest, gate)
+      call.body = await receiveBody(payload, limits, call.announced, gate)
     } catch (error) {
       if (error instanceof ClientGone) return telemetry.clientGone(call, error)
       throw refusing(call, error)
     }
-    call.etag = requestDigest?.etag()
+    call.etag = tagOf?.(call.body.chunks)
   }
 
   /**
    * The body read, then the 304 of a request whose If-None-Match holds its own ETag, or the wait for a turn to parse
    * it. One step rather than three: each step of fastify's costs every call a promise.
    */
-  const receive = (digest: (() => RequestDigest) | undefined) => async (request: FastifyRequest, reply: FastifyReply, payload: Readable): Promise<void> => {
+  const receive = (tagOf: ((chunks: readonly Buffer[]) => string) | undefined) => async (request: FastifyRequest, reply: FastifyReply, payload: Readable): Promise<void> => {
     const call = request.call as HookCall
     if (!isJson(request.headers['content-type'])) return
-    await readBody(call, payload, digest)
+    await readBody(call, payload, tagOf)
     if (call.etag !== undefined && noneMatchHolds(request.headers['if-none-match'], call.etag)) {
       // Awaiting the reply keeps the later steps from running.
       await reply.code(304).header('etag', call.etag).send()
@@ -338,7 +337,7 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
       const fields = readFieldsOf(controller)
       const unread = fields === undefined ? undefined : unreadFields(fields)
       // Only requests that can carry their own ETag can be answered 304.
-      const digest = answersFromRequestAlone(controller) ? requestDigest(controller, hook, options.bodyLimit) : undefined
+      const tagOf = answersFromRequestAlone(controller) ? requestTag(controller, hook, options.bodyLimit) : undefined
       const route: RouteShorthandOptions = {
         config: { controller: controller.name, hook },
         schema: { body: controller.type === 'composite' ? CompositeRequestSchemas[hook] : DecoratorRequestSchemas[hook] },
@@ -346,7 +345,7 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
           (request, reply, done) => { request.call = new HookCall(controller.name, hook, unread, request, reply); done() },
           ...(authenticate === undefined ? [] : [authenticate])
         ],
-        preParsing: receive(digest),
+        preParsing: receive(tagOf),
         onResponse: (request, _reply, done) => { telemetry.logCall(request.call as HookCall); done() }
       }
       const parentOf = controller.type === 'composite'

@@ -60,7 +60,7 @@ test('a body whole in the stream\'s buffer is taken at once, as one chunk, witho
   const body = Buffer.from(JSON.stringify(fixture('podset', 'first-sync')))
   const stream = bufferedStream(body)
   const gate = recordingGate()
-  const received = await receiveBody(stream, bodyLimits(1024 * 1024), body.length, undefined, gate)
+  const received = await receiveBody(stream, bodyLimits(1024 * 1024), body.length, gate)
   assert.deepEqual(Buffer.concat(received.chunks), body)
   assert.equal(received.length, body.length)
   assert.deepEqual(gate.taken, [body.length])
@@ -74,7 +74,7 @@ test('a body whole in the stream\'s buffer that must wait for room is taken once
   for (const room of [{ open: false, charge: true }, { open: true, charge: false }]) {
     const gate = recordingGate(room)
     let settled = false
-    const received = receiveBody(bufferedStream(body), bodyLimits(1024 * 1024), body.length, undefined, gate).finally(() => { settled = true })
+    const received = receiveBody(bufferedStream(body), bodyLimits(1024 * 1024), body.length, gate).finally(() => { settled = true })
     await setImmediate()
     assert.equal(settled, false, JSON.stringify(room))
     gate.go()
