@@ -32,6 +32,11 @@ const CONCURRENCY = [1, 5, 16]
 /** The fixed cost's pace, and the connections its calls may take (Metacontroller's 5 workers). */
 const FIXED_COST_RATE = 1000
 const FIXED_COST_CONNECTIONS = 5
+/**
+ * Seconds at that pace before the fixed cost is measured, after the unpaced warm-up: paced calls still cost more in a
+ * process's first seconds of them (this server's CPU a call, second by second: 290, 250, 210, then 170-190 µs).
+ */
+const FIXED_COST_WARMUP_SECONDS = 4
 // PostgreSQL's PGSTAT_IDLE_INTERVAL (10 s), plus a margin: see rowWrites().
 const STATS_FLUSH_MS = 11_000
 const root = join(import.meta.dirname, '..')
@@ -189,6 +194,8 @@ interface Side {
   process: MeasuredProcess | undefined
   load?: HttpLoad
   run: (concurrency: number, length: Length) => Promise<Sample>
+  /** Its own warm-up, after the one every side gets. */
+  warmUp?: () => Promise<unknown>
 }
 
 const onProcess = (name: SideName, process: MeasuredProcess, request: Omit<HttpLoad, 'url'>): Side => {
@@ -271,6 +278,7 @@ async function compare (name: string, sides: Side[], { large = false, reference,
     // Unpaced, the fixed cost's side included: the warm-up is counted in calls, not time.
     if (side.load === undefined) await side.run(...warmUp(large))
     else await httpLoad(side.load, ...warmUp(large))
+    await side.warmUp?.()
   }
   const set = (setsMeasured.get(name) ?? 0) + 1
   setsMeasured.set(name, set)
@@ -560,7 +568,8 @@ try {
       if (answer === undefined || !await answersAlike(FIXED_COST_CASE, bareFastify, { path, body }, answer)) return
       const paced = (name: SideName, process: MeasuredProcess): Side => {
         const load = { path, body, url: process.url }
-        return { name, process, load, run: async (connections, length) => await pacedLoad(load, FIXED_COST_RATE, connections, 'seconds' in length ? length.seconds : seconds) }
+        const run = async (connections: number, length: Length): Promise<Sample> => await pacedLoad(load, FIXED_COST_RATE, connections, 'seconds' in length ? length.seconds : seconds)
+        return { name, process, load, run, warmUp: async () => await run(FIXED_COST_CONNECTIONS, { seconds: FIXED_COST_WARMUP_SECONDS }) }
       }
       await compare(FIXED_COST_CASE, [paced('ours', ours), paced('fastify peer', bareFastify)], { reference: 'fastify peer', levels: [FIXED_COST_CONNECTIONS] })
     })
