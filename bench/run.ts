@@ -195,7 +195,7 @@ interface Side {
   load?: HttpLoad
   run: (concurrency: number, length: Length) => Promise<Sample>
   /** Its own warm-up, after the one every side gets. */
-  warmUp?: () => Promise<unknown>
+  ownWarmUp?: () => Promise<unknown>
 }
 
 const onProcess = (name: SideName, process: MeasuredProcess, request: Omit<HttpLoad, 'url'>): Side => {
@@ -278,7 +278,7 @@ async function compare (name: string, sides: Side[], { large = false, reference,
     // Unpaced, the fixed cost's side included: the warm-up is counted in calls, not time.
     if (side.load === undefined) await side.run(...warmUp(large))
     else await httpLoad(side.load, ...warmUp(large))
-    await side.warmUp?.()
+    await side.ownWarmUp?.()
   }
   const set = (setsMeasured.get(name) ?? 0) + 1
   setsMeasured.set(name, set)
@@ -569,7 +569,7 @@ try {
       const paced = (name: SideName, process: MeasuredProcess): Side => {
         const load = { path, body, url: process.url }
         const run = async (connections: number, length: Length): Promise<Sample> => await pacedLoad(load, FIXED_COST_RATE, connections, 'seconds' in length ? length.seconds : seconds)
-        return { name, process, load, run, warmUp: async () => await run(FIXED_COST_CONNECTIONS, { seconds: FIXED_COST_WARMUP_SECONDS }) }
+        return { name, process, load, run, ownWarmUp: async () => await run(FIXED_COST_CONNECTIONS, { seconds: FIXED_COST_WARMUP_SECONDS }) }
       }
       await compare(FIXED_COST_CASE, [paced('ours', ours), paced('fastify peer', bareFastify)], { reference: 'fastify peer', levels: [FIXED_COST_CONNECTIONS] })
     })
