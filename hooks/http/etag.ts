@@ -48,6 +48,9 @@ export function buildIdentity (): string {
   return build
 }
 
+/** The ETag of a request's bytes, given the chunks they arrived in. */
+export type RequestTag = (chunks: readonly Uint8Array[]) => string
+
 /**
  * How one hook's requests are tagged: the ETag of a request's bytes, from the chunks they arrived in, once they all
  * have. The digest is XXH3's 64-bit hash, in native code that reads each chunk where it lies: 0.055 ms for a 544 KiB
@@ -59,7 +62,7 @@ export function buildIdentity (): string {
  * have arrived: it bounds the JSON values a body may have, checked when the body is parsed, and the size of the answer
  * (framework/answer-budget.ts).
  */
-export function requestTag (controller: Controller, hook: HookName, bodyLimit: number): (chunks: readonly Uint8Array[]) => string {
+export function requestTag (controller: Controller, hook: HookName, bodyLimit: number): RequestTag {
   const identity = createHash('sha256').update(`${buildIdentity()}\n${controller.name}\n${hook}\nHOOKS_BODY_LIMIT=${bodyLimit}\n`).digest('base64url').slice(0, 16)
   return (chunks) => {
     for (const chunk of chunks) digestState.update(chunk)

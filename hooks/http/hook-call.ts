@@ -9,7 +9,7 @@ import type { BearerTokenSource } from './bearer-token.js'
 import { BodyAdmission, Call, RETRY_AFTER_SECONDS, TICK_MS, type Effect, type SchedulerClock } from './body-admission.js'
 import { ClientGone, isJson, receiveBody, type BodyGate } from './body-reading.js'
 import { CpuTurns } from './cpu-turns.js'
-import { answersFromRequestAlone, noneMatchHolds, requestTag } from './etag.js'
+import { answersFromRequestAlone, noneMatchHolds, requestTag, type RequestTag } from './etag.js'
 import { hookTelemetry, type HookResponse } from './hook-telemetry.js'
 import type { Metrics } from './metrics.js'
 import { bodyLimits, bodyTooLarge, parseBody, scannedFirst, unreadFields, type ReceivedBody, type UnreadFields } from './request-body.js'
@@ -216,7 +216,7 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
 
   // --- 2. the body, read whole into memory as the scheduler lets it --------------------------------------------------
   /** Reads the body of `call`, and tags it with its ETag when `tagOf` is given. */
-  const readBody = async (call: HookCall, payload: Readable, tagOf: ((chunks: readonly Buffer[]) => string) | undefined): Promise<void> => {
+  const readBody = async (call: HookCall, payload: Readable, tagOf: RequestTag | undefined): Promise<void> => {
     if (call.announced !== undefined && call.announced > limits.bytes) throw bodyTooLarge(limits.bytes)
     call.admitted = true
     call.reply.raw.once('close', () => {
@@ -254,7 +254,7 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
    * The body read, then the 304 of a request whose If-None-Match holds its own ETag, or the wait for a turn to parse
    * it. One step rather than three: each step of fastify's costs every call a promise.
    */
-  const receive = (tagOf: ((chunks: readonly Buffer[]) => string) | undefined) => async (request: FastifyRequest, reply: FastifyReply, payload: Readable): Promise<void> => {
+  const receive = (tagOf: RequestTag | undefined) => async (request: FastifyRequest, reply: FastifyReply, payload: Readable): Promise<void> => {
     const call = request.call as HookCall
     if (!isJson(request.headers['content-type'])) return
     await readBody(call, payload, tagOf)
