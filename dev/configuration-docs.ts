@@ -91,9 +91,9 @@ export function configurationPage (): string {
 
 /** Why the Deployment runs Node.js with each of its flags, given the flag's value. */
 const NODE_FLAG_REASONS: Record<string, (value: string) => string> = {
-  '--max-semi-space-size': (value) => `a young generation of ${value} MB per semi-space holds the objects of an 11 MB request's parse, which then die young instead of being copied into the old generation and collected there at more cost.`,
+  '--max-semi-space-size': (value) => `a young generation of ${value} MB per semi-space, where the objects of a request's parse and answer die young: V8's default for a 64-bit process with memory to spare. Under a 768 MiB memory limit the default is 4 MB, with which changed PodSet requests of 10 pods cost up to 15 % more CPU. A larger one saved no CPU and held more memory: with 24 MB, one to sixteen syncs of 100 pods in flight peaked some 30 MiB higher.`,
   '--max-old-space-size': (value) => `an old generation of ${value} MB holds the live heap of the worst body within \`HOOKS_BODY_LIMIT\` with room for the server's own objects and for garbage, and makes V8 collect that garbage before the process nears the memory limit.`,
-  '--initial-old-space-size': (value) => `V8 starts a full collection when the old generation nears a limit it derives from the live heap, and starts them often while the room under that limit is less than about 50 MB; starting that limit at ${value} MB leaves the server's live heap that room, and spares unchanged resyncs those collections.`
+  '--initial-old-space-size': (value) => `a request's body arrives in buffers outside V8's heap, and V8 collects garbage each time some 30 MB of them have come in, about 60 bodies of 100 pods: with a young-generation collection while the old generation is under its limit, and with a full one, ten times the cost, once it is not. The limit V8 derives from the live heap left the old generation over it: a stream of unchanged resyncs made full collections. Starting that limit at ${value} MB, some 50 MB above the server's live heap, keeps them young-generation collections.`
 }
 
 /** The section on the Node.js flags of the Deployment's command, read from manifests/server/deployment.yaml. */
@@ -113,7 +113,7 @@ function nodeFlags (): string[] {
     '',
     ...flags,
     '',
-    wrapped('They are a trade, measured on the bench\'s requests: without `--max-semi-space-size` and `--initial-old-space-size`, an unchanged resync answered 304 at 100 pods cost 1.6 to 1.8 times the CPU, and peak memory with 5 or 16 syncs of 100 pods in flight was a quarter lower; a replayed burst of small PostgresWriter calls cost the same CPU a call either way (0.18-0.19 ms). A server of PostgresWriters alone, whose hooks carry no ETags, may do without them.'),
+    wrapped('They are a trade, measured on the bench\'s requests: without `--initial-old-space-size`, an unchanged resync answered 304 at 100 pods cost 1.7 to 2 times the CPU, and peak memory with one to sixteen syncs of 100 pods in flight was 4 to 11 % lower; a replayed burst of small PostgresWriter calls cost the same CPU a call either way (0.19 ms). A server of PostgresWriters alone, whose hooks carry no ETags, may do without it.'),
     '',
     wrapped('Change them together with the memory limit and `HOOKS_BODY_LIMIT`, then run `test/faults/body-memory.test.ts`, which starts the server with these flags and fails when the worst bodies take it to the memory limit.'),
     ''

@@ -30,12 +30,12 @@ test('HOOKS_BODY_LIMIT: refused at start-up, in one line saying what to set, whe
       return true
     }, raw)
   }
-  // More than the memory holds: the Deployment's heap (--max-old-space-size=256 gives V8 a heap limit of 352 MiB).
-  const deployment = { bytes: 352 * 1024 ** 2, what: 'V8\'s heap limit (--max-old-space-size)' }
-  assert.equal(loadConfig({ HOOKS_BODY_LIMIT: '22Mi' }, deployment).bodyLimit, 22 * 1024 ** 2)
-  assert.throws(() => loadConfig({ HOOKS_BODY_LIMIT: '23Mi' }, deployment), (error: unknown) => {
+  // More than the memory holds: the Deployment's heap (--max-old-space-size=256 gives V8 a heap limit of 304 MiB).
+  const deployment = { bytes: 304 * 1024 ** 2, what: 'V8\'s heap limit (--max-old-space-size)' }
+  assert.equal(loadConfig({ HOOKS_BODY_LIMIT: '19Mi' }, deployment).bodyLimit, 19 * 1024 ** 2)
+  assert.throws(() => loadConfig({ HOOKS_BODY_LIMIT: '20Mi' }, deployment), (error: unknown) => {
     assert.ok(error instanceof ConfigError)
-    assert.deepEqual(error.problems, ['HOOKS_BODY_LIMIT=24117248 bytes is more than this server can hold: bodies and answers at that limit take up to 16 times it, 368 MiB, and V8\'s heap limit (--max-old-space-size) is 352 MiB: set HOOKS_BODY_LIMIT to at most 22Mi, or raise the memory limit and --max-old-space-size with it (docs/operations.md, Memory)'])
+    assert.deepEqual(error.problems, ['HOOKS_BODY_LIMIT=20971520 bytes is more than this server can hold: bodies and answers at that limit take up to 16 times it, 320 MiB, and V8\'s heap limit (--max-old-space-size) is 304 MiB: set HOOKS_BODY_LIMIT to at most 19Mi, or raise the memory limit and --max-old-space-size with it (docs/operations.md, Memory)'])
     return true
   })
   // A container's memory limit below the heap's counts instead.
