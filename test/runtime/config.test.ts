@@ -30,7 +30,8 @@ test('HOOKS_BODY_LIMIT: refused at start-up, in one line saying what to set, whe
       return true
     }, raw)
   }
-  // More than the memory holds: the Deployment's heap (--max-old-space-size=256 gives V8 a heap limit of 304 MiB).
+  // More than the memory holds: the Deployment's heap (--max-old-space-size=256 and --max-semi-space-size=16 give V8 a
+  // heap limit of 304 MiB).
   const deployment = { bytes: 304 * 1024 ** 2, what: 'V8\'s heap limit (--max-old-space-size)' }
   assert.equal(loadConfig({ HOOKS_BODY_LIMIT: '19Mi' }, deployment).bodyLimit, 19 * 1024 ** 2)
   assert.throws(() => loadConfig({ HOOKS_BODY_LIMIT: '20Mi' }, deployment), (error: unknown) => {
