@@ -87,12 +87,12 @@ export function parseBody (body: ReceivedBody, limits: BodyLimits, unread?: Unre
 
 /**
  * Whether a text may have a key refusePrototypeKeys refuses: it spells `__proto__`, or both `prototype` and
- * `constructor`, or escapes a character (a `\u` escape is the only one that can spell a letter or `_`). Searches for
- * words absent from the text cost the most, and one absent word is enough: in a 10-pod PodSet request, these cost
- * 35 µs, and one regular expression of `__proto__`, `constructor` and `\u` 44.
+ * `uctor` (of `constructor`), or escapes a character (a `\u` escape is the only one that can spell a letter or `_`).
+ * A search for an absent word costs with how often its first letter occurs, and one absent word is enough: in a 10-pod
+ * PodSet request, `constructor` or `prototype` took 22-24 µs, `uctor` 7.
  */
 function mayHavePrototypeKeys (text: string): boolean {
-  return text.includes('__proto__') || (text.includes('\\') && text.includes('\\u')) || (text.includes('prototype') && text.includes('constructor'))
+  return text.includes('__proto__') || (text.includes('\\') && text.includes('\\u')) || (text.includes('uctor') && text.includes('prototype'))
 }
 const UNICODE_ESCAPE = Buffer.from('\\u')
 
