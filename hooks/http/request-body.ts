@@ -322,24 +322,33 @@ export function textWithout (bytes: Buffer, cuts: readonly number[]): string {
  * no hook reads.
  */
 export function withoutManagedFields (bytes: Buffer): string {
-  const encoding = textEncoding(bytes)
-  const pieces: string[] = []
-  // The bytes before `from` are in `pieces`, or left out.
+  // The bytes before `from` are in the kept buffer (its first `kept`), or left out.
+  let kept = 0
   let from = 0
   let key = managedFieldsKey(bytes, 0)
   while (key !== -1) {
     const open = valueStart(bytes, key + MANAGED_FIELDS.length)
     const close = bytes[open] === OPEN_ARRAY && !escaped(bytes, key) ? closingBracket(bytes, open) : -1
     if (close !== -1) {
-      pieces.push(bytes.toString(encoding, from, open + 1))
+      if (keptBuffer.length < bytes.length) keptBuffer = Buffer.allocUnsafeSlow(bytes.length)
+      kept += bytes.copy(keptBuffer, kept, from, open + 1)
       from = close
     }
     key = managedFieldsKey(bytes, close === -1 ? key + 1 : close)
   }
-  if (from === 0) return bytes.toString(encoding)
-  pieces.push(bytes.toString(encoding, from))
-  return pieces.join('')
+  if (from === 0) return bytes.toString(textEncoding(bytes))
+  kept += bytes.copy(keptBuffer, kept, from)
+  const text = keptBuffer.subarray(0, kept)
+  return text.toString(textEncoding(text))
 }
+
+/**
+ * Where withoutManagedFields gathers the bytes it keeps, to decode them at once: decoded piece by piece, they made a
+ * string of many pieces that JSON.parse copied again into one (a 100-pod request: 314 µs against 274). Kept and
+ * grown as the join buffer is, to the largest body it is given: one no longer than the bound on values (1 MiB at the
+ * default HOOKS_BODY_LIMIT), as larger ones are scanned instead.
+ */
+let keptBuffer = Buffer.allocUnsafeSlow(0)
 
 const MANAGED_FIELDS = Buffer.from('"managedFields":')
 /**
