@@ -1,9 +1,7 @@
-import { readFileSync } from 'node:fs'
-import { join } from 'node:path'
 import { Kind, type TSchema } from '@sinclair/typebox'
-import { parse } from 'yaml'
 import type { VariableOptions } from '../hooks/framework/settings.js'
 import { expectedValue, groups, variables } from '../hooks/runtime/config-schema.js'
+import { deployment, type HookDeployment } from './deployment.js'
 
 /**
  * What `npm run generate` writes from the configuration schema (hooks/runtime/config-schema.ts, with each controller's
@@ -56,7 +54,7 @@ export function withReadmeTable (readme: string): string {
 }
 
 /** docs/configuration.md: every variable in depth, by section. */
-export function configurationPage (): string {
+export function configurationPage (how: HookDeployment = deployment()): string {
   const lines = [
     '# Configuration',
     '',
@@ -85,7 +83,7 @@ export function configurationPage (): string {
       if (schema.details !== undefined) lines.push(wrapped(schema.details), '')
     }
   }
-  lines.push(...nodeFlags())
+  lines.push(...runtimeSection(how))
   return `${lines.join('\n').trimEnd()}\n`
 }
 
@@ -96,22 +94,28 @@ const NODE_FLAG_REASONS: Record<string, (value: string) => string> = {
   '--initial-old-space-size': (value) => `a request's body arrives in buffers outside V8's heap, and V8 collects garbage each time some 30 MB of them have come in, about 60 bodies of 100 pods: with a young-generation collection while the old generation is under its limit, and with a full one, ten times the cost, once it is not. The limit V8 derives from the live heap left the old generation over it: a stream of unchanged resyncs made full collections. Starting that limit at ${value} MB, some 50 MB above the server's live heap, keeps them young-generation collections.`
 }
 
-/** The section on the Node.js flags of the Deployment's command, read from manifests/server/deployment.yaml. */
-function nodeFlags (): string[] {
-  const deployment = parse(readFileSync(join(import.meta.dirname, '..', 'manifests', 'server', 'deployment.yaml'), 'utf8')) as { spec: { template: { spec: { containers: Array<{ command: string[] }> } } } }
-  const command = deployment.spec.template.spec.containers[0]?.command ?? []
-  const flags = command.filter((part) => part.startsWith('--')).map((flag) => {
+/** Each of `settings` as a list item, by the reason `reasons` gives for its name; throws for one it has none for. */
+function explained (settings: Array<[name: string, value: string, shown: string]>, reasons: Record<string, (value: string) => string>, table: string): string[] {
+  return settings.map(([name, value, shown]) => {
+    const reason = reasons[name]
+    if (reason === undefined) throw new Error(`the Deployment sets ${name}, which dev/configuration-docs.ts does not explain: add it to ${table}`)
+    return wrapped(`- \`${shown}\`: ${reason(value)}`).replaceAll('\n', '\n  ')
+  })
+}
+
+/** The section on how the Deployment runs Node.js (manifests/server/deployment.yaml): its flags. */
+function runtimeSection ({ nodeArgs, script }: HookDeployment): string[] {
+  const command = ['node', ...nodeArgs, script].join(' ')
+  const flags = nodeArgs.map((flag): [string, string, string] => {
     const [name = '', value = ''] = flag.split('=')
-    const reason = NODE_FLAG_REASONS[name]
-    if (reason === undefined) throw new Error(`the Deployment's command has ${name}, which scripts/configuration-docs.ts does not explain: add it to NODE_FLAG_REASONS`)
-    return wrapped(`- \`${flag}\`: ${reason(value)}`).replaceAll('\n', '\n  ')
+    return [name, value, flag]
   })
   return [
     '## Node.js flags',
     '',
-    wrapped(`Not variables, but set in the same place: the Deployment (manifests/server/deployment.yaml) runs \`${command.join(' ')}\`, V8's heap sized for the container's memory limit. They are in the command because \`--initial-old-space-size\` is not allowed in \`NODE_OPTIONS\`.`),
+    wrapped(`Not variables, but set in the same place: the Deployment (manifests/server/deployment.yaml) runs \`${command}\`, V8's heap sized for the container's memory limit. They are in the command because \`--initial-old-space-size\` is not allowed in \`NODE_OPTIONS\`.`),
     '',
-    ...flags,
+    ...explained(flags, NODE_FLAG_REASONS, 'NODE_FLAG_REASONS'),
     '',
     wrapped('They are a trade, measured on the bench\'s requests: without `--initial-old-space-size`, an unchanged resync answered 304 at 100 pods cost 1.7 to 2 times the CPU, and peak memory with one to sixteen syncs of 100 pods in flight was 4 to 11 % lower; a replayed burst of small PostgresWriter calls cost the same CPU a call either way (0.19 ms). A server of PostgresWriters alone, whose hooks carry no ETags, may do without it.'),
     '',

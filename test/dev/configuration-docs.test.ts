@@ -5,6 +5,7 @@ import { test } from 'node:test'
 import { variables } from '../../hooks/runtime/config-schema.js'
 import { loadConfig } from '../../hooks/runtime/config.js'
 import { configurationPage, environmentExample, README_TABLE_START, withReadmeTable } from '../../dev/configuration-docs.js'
+import { deployment } from '../../dev/deployment.js'
 
 const root = join(import.meta.dirname, '..', '..')
 const read = (path: string): string => readFileSync(join(root, path), 'utf8')
@@ -13,6 +14,12 @@ const stale = (path: string): string => `${path} is stale: run \`npm run generat
 test('docs/configuration.md and .env.example are what `npm run generate` writes from the configuration schema', () => {
   assert.equal(read('docs/configuration.md'), configurationPage(), stale('docs/configuration.md'))
   assert.equal(read('.env.example'), environmentExample(), stale('.env.example'))
+})
+
+test('a Node.js flag the page cannot explain stops it, naming the file to explain it in', () => {
+  const shipped = deployment()
+  assert.throws(() => configurationPage({ ...shipped, nodeArgs: [...shipped.nodeArgs, '--stack-size=2000'] }),
+    { message: 'the Deployment sets --stack-size, which dev/configuration-docs.ts does not explain: add it to NODE_FLAG_REASONS' })
 })
 
 test('the README\'s configuration table is what `npm run generate` writes', (t) => {
