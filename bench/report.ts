@@ -305,6 +305,11 @@ export interface RequestBody {
   children: number
 }
 
+/** This server's command line, as the Deployment runs it: the runtime's environment, Node.js's flags, the script. */
+export function serverCommand ({ runtimeEnv = {}, nodeArgs }: Pick<Results, 'runtimeEnv' | 'nodeArgs'>): string {
+  return [...Object.entries(runtimeEnv).map(([name, value]) => `${name}=${value}`), 'node', ...nodeArgs, 'dist/server.js'].join(' ')
+}
+
 /** What a run writes to bench/results.json: the page and its charts are made from it alone. */
 export interface Results {
   /** When the run started (ISO 8601). */
@@ -321,6 +326,8 @@ export interface Results {
   poolMax: number
   postgresFsync: string
   nodeArgs: string[]
+  /** The environment the Deployment sets for the runtime under the server; absent from runs before it set any. */
+  runtimeEnv?: Record<string, string>
   memoryLimitMiB: number
   elapsedSeconds: number
   /** Each case's request, by case name. */
@@ -683,7 +690,7 @@ export function benchmarkPage (results: Results): string {
     `- **load**: ${results.secondsPerRun} s per side and concurrency${(results.processSets ?? 1) === 1 ? '' : `, over ${results.processSets} sets of processes`}, at concurrency ${results.concurrency.join(', ')}; ${results.cases === null ? 'every case' : `the cases matching \`${results.cases}\``}`,
     `- **requests**: ${Object.entries(results.bodies).map(([name, body]) => `${name} ${size(body.bytes)}`).join(', ')}`,
     `- **PostgreSQL**: fsync ${results.postgresFsync}; a pool of ${results.poolMax} connections`,
-    `- **this server**: \`node ${results.nodeArgs.join(' ')} dist/server.js\`, as the Deployment runs it (memory limit ${results.memoryLimitMiB} MiB)`,
+    `- **this server**: \`${serverCommand(results)}\`, as the Deployment runs it (memory limit ${results.memoryLimitMiB} MiB)`,
     `- **the whole run**: ${results.elapsedSeconds} s`,
     '',
     PAGE_LEGEND

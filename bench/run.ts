@@ -16,7 +16,7 @@ import { startWireCounter } from '../dev/pg-wire-count.js'
 import { expectedWriterRows, readRecording, recordingFacts } from '../dev/hook-recording.js'
 import { httpLoad, measurement, pacedLoad, poolLoad, type HttpLoad, type Length, type Sample } from './load.js'
 import { answerAsExpected, BURST_FILE, callsOfPass, REPLAY_CONCURRENCY, replay, writerRowsFound, type ReplayCall, type Replayed } from './replay.js'
-import { benchmarkCharts, benchmarkPage, createCostLines, FIXED_COST_CASE, REPLAY_CASE, table, targetLines, targets, type CreateCosts, type Reference, type ReplaySummary, type RequestBody, type Results, type Row, type SideName } from './report.js'
+import { benchmarkCharts, benchmarkPage, createCostLines, FIXED_COST_CASE, REPLAY_CASE, serverCommand, table, targetLines, targets, type CreateCosts, type Reference, type ReplaySummary, type RequestBody, type Results, type Row, type SideName } from './report.js'
 import { compositeCases, fixedCostRequest, postgresWriterCreate, postgresWriterResync, requestBody, type CompositeCase } from './requests.js'
 
 /**
@@ -394,7 +394,7 @@ async function countCreates (): Promise<CreateCosts | null> {
     const counter = await startWireCounter(databaseUrl)
     const countedSchema = `${side === 'ours' ? schema : naiveSchema}_counted`
     const server = name === 'ours'
-      ? await startProcess(name, manifest.script, { ...databaseEnv, DATABASE_URL: counter.connectionString, PG_SCHEMA: countedSchema }, manifest.nodeArgs)
+      ? await startProcess(name, manifest.script, { ...manifest.runtimeEnv, ...databaseEnv, DATABASE_URL: counter.connectionString, PG_SCHEMA: countedSchema }, manifest.nodeArgs)
       : await startProcess(name, 'bench/peers/fastify-hook.js', { ...databaseEnv, DATABASE_URL: counter.connectionString, PG_SCHEMA: countedSchema })
     try {
       const { next } = postgresWriterCreate()
@@ -513,8 +513,8 @@ type ProcessName = 'ours' | 'ours, ETag' | 'fastify peer' | 'node:http peer' | '
 /** The schemas the processes of a case write in: this server's, and the naive hook's. */
 interface Schemas { ours: string, naive: string }
 const startSide: Record<ProcessName, (schemas: Schemas) => Promise<MeasuredProcess>> = {
-  ours: async ({ ours }) => await startProcess('ours', manifest.script, { ...databaseEnv, PG_SCHEMA: ours }, [...manifest.nodeArgs, ...profile]),
-  'ours, ETag': async ({ ours }) => await startProcess('ours, ETag', manifest.script, { ...databaseEnv, PG_SCHEMA: ours }, [...manifest.nodeArgs, ...profile]),
+  ours: async ({ ours }) => await startProcess('ours', manifest.script, { ...manifest.runtimeEnv, ...databaseEnv, PG_SCHEMA: ours }, [...manifest.nodeArgs, ...profile]),
+  'ours, ETag': async ({ ours }) => await startProcess('ours, ETag', manifest.script, { ...manifest.runtimeEnv, ...databaseEnv, PG_SCHEMA: ours }, [...manifest.nodeArgs, ...profile]),
   'fastify peer': async ({ naive }) => await startProcess('fastify peer', 'bench/peers/fastify-hook.js', { ...databaseEnv, PG_SCHEMA: naive, PG_POOL_MAX: String(config.database.poolMax) }),
   'node:http peer': async () => await startProcess('node:http peer', 'bench/peers/http-hook.js', {}),
   'receive floor': async () => await startProcess('receive floor', 'bench/peers/receive-floor.js', {})
@@ -555,7 +555,7 @@ try {
   postgresFsync = (await admin.query<{ fsync: string }>('SHOW fsync')).rows[0]?.fsync ?? ''
   log(`bench: ${seconds} s per side and concurrency over ${PROCESS_SETS} process sets, concurrency ${CONCURRENCY.join('/')}, pool ${config.database.poolMax}, ` +
     `PostgreSQL with fsync ${postgresFsync}, ` +
-    `this server with the Deployment's ${manifest.nodeArgs.join(' ')} (limit ${manifest.memoryLimitMiB} MiB), ` +
+    `this server as the Deployment runs it, \`${serverCommand(manifest)}\` (limit ${manifest.memoryLimitMiB} MiB), ` +
     (placement === undefined ? 'unpinned (one CPU)' : `sides on CPU ${placement.sides}, load and PostgreSQL on CPU ${placement.load}`) +
     ', each case on processes of its own')
 
@@ -697,6 +697,7 @@ const results: Results = {
   poolMax: config.database.poolMax,
   postgresFsync,
   nodeArgs: manifest.nodeArgs,
+  runtimeEnv: manifest.runtimeEnv,
   memoryLimitMiB: manifest.memoryLimitMiB,
   elapsedSeconds,
   bodies,

@@ -94,6 +94,11 @@ const NODE_FLAG_REASONS: Record<string, (value: string) => string> = {
   '--initial-old-space-size': (value) => `a request's body arrives in buffers outside V8's heap, and V8 collects garbage each time some 30 MB of them have come in, about 60 bodies of 100 pods: with a young-generation collection while the old generation is under its limit, and with a full one, ten times the cost, once it is not. The limit V8 derives from the live heap left the old generation over it: a stream of unchanged resyncs made full collections. Starting that limit at ${value} MB, some 50 MB above the server's live heap, keeps them young-generation collections.`
 }
 
+/** Why the Deployment sets each variable of the runtime under the server, given its value. */
+const RUNTIME_ENV_REASONS: Record<string, (value: string) => string> = {
+  MALLOC_ARENA_MAX: (value) => `glibc's malloc serves every thread of the process from ${value === '1' ? 'one arena' : `${value} arenas`}, rather than giving threads arenas of their own (up to 8 a core). Node.js allocates the buffers a request's body arrives in with malloc, and V8's threads free them. Side by side on changed syncs of 100 pods at one in flight: 2.61 against 2.82 ms of CPU a sync, and 108-120 against 135-155 page faults; after a stretch of unchanged resyncs, changed syncs peaked 10 MiB lower (170 against 180 MiB); changed syncs of 10 pods at five in flight cost the same (0.349 ms).`
+}
+
 /** Each of `settings` as a list item, by the reason `reasons` gives for its name; throws for one it has none for. */
 function explained (settings: Array<[name: string, value: string, shown: string]>, reasons: Record<string, (value: string) => string>, table: string): string[] {
   return settings.map(([name, value, shown]) => {
@@ -103,13 +108,14 @@ function explained (settings: Array<[name: string, value: string, shown: string]
   })
 }
 
-/** The section on how the Deployment runs Node.js (manifests/server/deployment.yaml): its flags. */
-function runtimeSection ({ nodeArgs, script }: HookDeployment): string[] {
+/** The section on how the Deployment runs Node.js (manifests/server/deployment.yaml): its flags and the runtime's variables. */
+function runtimeSection ({ nodeArgs, script, runtimeEnv }: HookDeployment): string[] {
   const command = ['node', ...nodeArgs, script].join(' ')
   const flags = nodeArgs.map((flag): [string, string, string] => {
     const [name = '', value = ''] = flag.split('=')
     return [name, value, flag]
   })
+  const environment = Object.entries(runtimeEnv).map(([name, value]): [string, string, string] => [name, value, `${name}=${value}`])
   return [
     '## Node.js flags',
     '',
@@ -119,7 +125,10 @@ function runtimeSection ({ nodeArgs, script }: HookDeployment): string[] {
     '',
     wrapped('They are a trade, measured on the bench\'s requests: without `--initial-old-space-size`, an unchanged resync answered 304 at 100 pods cost 1.7 to 2 times the CPU, and peak memory with one to sixteen syncs of 100 pods in flight was 4 to 11 % lower; a replayed burst of small PostgresWriter calls cost the same CPU a call either way (0.19 ms). A server of PostgresWriters alone, whose hooks carry no ETags, may do without it.'),
     '',
-    wrapped('Change them together with the memory limit and `HOOKS_BODY_LIMIT`, then run `test/faults/body-memory.test.ts`, which starts the server with these flags and fails when the worst bodies take it to the memory limit.'),
+    ...environment.length === 0
+      ? []
+      : [wrapped('The Deployment\'s `env` also sets what the runtime under the server reads, not the server:'), '', ...explained(environment, RUNTIME_ENV_REASONS, 'RUNTIME_ENV_REASONS'), ''],
+    wrapped('Change them together with the memory limit and `HOOKS_BODY_LIMIT`, then run `test/faults/body-memory.test.ts`, which starts the server as the Deployment does and fails when the worst bodies take it to the memory limit.'),
     ''
   ]
 }

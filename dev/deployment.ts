@@ -1,10 +1,12 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { parse } from 'yaml'
+import { variables } from '../hooks/runtime/config-schema.js'
 
 /**
- * How the Deployment runs the hook server (manifests/server/deployment.yaml): the Node.js flags of its command and its
- * memory limit. The tests that hold the process to that limit, and the benchmark, start the server the same way.
+ * How the Deployment runs the hook server (manifests/server/deployment.yaml): the Node.js flags of its command, the
+ * environment it sets for the runtime under the server, and its memory limit. The tests that hold the process to that
+ * limit, and the benchmark, start the server the same way.
  */
 
 const UNITS: Record<string, number> = { Ki: 1 / 1024, Mi: 1, Gi: 1024 }
@@ -14,6 +16,8 @@ export interface HookDeployment {
   nodeArgs: string[]
   /** The script the command runs, as in the image: `dist/server.js`. */
   script: string
+  /** The container's `env` values that are not the server's configuration: they set up the runtime (glibc's malloc). */
+  runtimeEnv: Record<string, string>
   memoryLimitMiB: number
 }
 
@@ -28,5 +32,8 @@ export function deployment (): HookDeployment {
   }
   const limit = /^(\d+)(Ki|Mi|Gi)$/.exec(String(container.resources.limits.memory))
   if (limit === null) throw new Error(`deployment.yaml: memory limit ${container.resources.limits.memory} is not <n>Ki, Mi or Gi`)
-  return { nodeArgs, script, memoryLimitMiB: Number(limit[1]) * (UNITS[limit[2] as string] as number) }
+  const settings = new Set(variables().map(([name]) => name))
+  const env: Array<{ name: string, value?: string }> = container.env ?? []
+  const runtimeEnv = Object.fromEntries(env.filter(({ name, value }) => !settings.has(name) && value !== undefined).map(({ name, value }) => [name, String(value)]))
+  return { nodeArgs, script, runtimeEnv, memoryLimitMiB: Number(limit[1]) * (UNITS[limit[2] as string] as number) }
 }

@@ -116,6 +116,8 @@ test('the benchmark page holds the run\'s date, machine and settings, its target
   assert.match(page, /^\| PodSet 2,000 pods \| ours \| 16 \| 0\.0 \| – \| – \| – \| 3 FAILED \| 150 \| – \| 20 % \| {2}\| {2}\| {2}\|$/m, 'figures no request gave are dashes')
   assert.doesNotMatch(page, /quick look/)
   assert.ok(page.endsWith('\n') && !page.endsWith('\n\n'))
+  const withEnvironment = benchmarkPage(resultsOf(pageRows, { runtimeEnv: { MALLOC_ARENA_MAX: '1' } }))
+  assert.match(withEnvironment, /^- \*\*this server\*\*: `MALLOC_ARENA_MAX=1 node --max-old-space-size=256 dist\/server\.js`, as the Deployment runs it/m)
 })
 
 test('the page says what a PostgresWriter create costs in round trips and statements, when the run counted it', () => {

@@ -16,10 +16,12 @@ test('docs/configuration.md and .env.example are what `npm run generate` writes 
   assert.equal(read('.env.example'), environmentExample(), stale('.env.example'))
 })
 
-test('a Node.js flag the page cannot explain stops it, naming the file to explain it in', () => {
+test('a Node.js flag or runtime variable the page cannot explain stops it, naming the file to explain it in', () => {
   const shipped = deployment()
   assert.throws(() => configurationPage({ ...shipped, nodeArgs: [...shipped.nodeArgs, '--stack-size=2000'] }),
     { message: 'the Deployment sets --stack-size, which dev/configuration-docs.ts does not explain: add it to NODE_FLAG_REASONS' })
+  assert.throws(() => configurationPage({ ...shipped, runtimeEnv: { ...shipped.runtimeEnv, MALLOC_TOP_PAD_: '0' } }),
+    { message: 'the Deployment sets MALLOC_TOP_PAD_, which dev/configuration-docs.ts does not explain: add it to RUNTIME_ENV_REASONS' })
 })
 
 test('the README\'s configuration table is what `npm run generate` writes', (t) => {
