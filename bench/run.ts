@@ -144,6 +144,11 @@ async function startProcess (name: string, entry: string, env: NodeJS.ProcessEnv
   }
 }
 
+/** This server as the Deployment runs it: the runtime's environment and Node.js's flags, then `env` and `nodeArgs`. */
+async function startDeployed (name: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<MeasuredProcess> {
+  return await startProcess(name, manifest.script, { ...manifest.runtimeEnv, ...env }, [...manifest.nodeArgs, ...nodeArgs])
+}
+
 interface Answer { status: number, etag: string | null, text: string }
 
 async function post (url: string, body: string, headers: Record<string, string> = {}): Promise<Answer> {
@@ -394,7 +399,7 @@ async function countCreates (): Promise<CreateCosts | null> {
     const counter = await startWireCounter(databaseUrl)
     const countedSchema = `${side === 'ours' ? schema : naiveSchema}_counted`
     const server = name === 'ours'
-      ? await startProcess(name, manifest.script, { ...manifest.runtimeEnv, ...databaseEnv, DATABASE_URL: counter.connectionString, PG_SCHEMA: countedSchema }, manifest.nodeArgs)
+      ? await startDeployed(name, { ...databaseEnv, DATABASE_URL: counter.connectionString, PG_SCHEMA: countedSchema })
       : await startProcess(name, 'bench/peers/fastify-hook.js', { ...databaseEnv, DATABASE_URL: counter.connectionString, PG_SCHEMA: countedSchema })
     try {
       const { next } = postgresWriterCreate()
@@ -513,8 +518,8 @@ type ProcessName = 'ours' | 'ours, ETag' | 'fastify peer' | 'node:http peer' | '
 /** The schemas the processes of a case write in: this server's, and the naive hook's. */
 interface Schemas { ours: string, naive: string }
 const startSide: Record<ProcessName, (schemas: Schemas) => Promise<MeasuredProcess>> = {
-  ours: async ({ ours }) => await startProcess('ours', manifest.script, { ...manifest.runtimeEnv, ...databaseEnv, PG_SCHEMA: ours }, [...manifest.nodeArgs, ...profile]),
-  'ours, ETag': async ({ ours }) => await startProcess('ours, ETag', manifest.script, { ...manifest.runtimeEnv, ...databaseEnv, PG_SCHEMA: ours }, [...manifest.nodeArgs, ...profile]),
+  ours: async ({ ours }) => await startDeployed('ours', { ...databaseEnv, PG_SCHEMA: ours }, profile),
+  'ours, ETag': async ({ ours }) => await startDeployed('ours, ETag', { ...databaseEnv, PG_SCHEMA: ours }, profile),
   'fastify peer': async ({ naive }) => await startProcess('fastify peer', 'bench/peers/fastify-hook.js', { ...databaseEnv, PG_SCHEMA: naive, PG_POOL_MAX: String(config.database.poolMax) }),
   'node:http peer': async () => await startProcess('node:http peer', 'bench/peers/http-hook.js', {}),
   'receive floor': async () => await startProcess('receive floor', 'bench/peers/receive-floor.js', {})

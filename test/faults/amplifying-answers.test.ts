@@ -16,7 +16,7 @@ import { startHookServer, testSchema } from './hook-server.js'
  * controllers' calls made meanwhile are all answered.
  */
 
-const { memoryLimitMiB, nodeArgs, runtimeEnv } = deployment()
+const { memoryLimitMiB, nodeArgs } = deployment()
 const WEBHOOK_TIMEOUT_MS = WEBHOOK_TIMEOUT_SECONDS * 1000
 const OTHER_CALLS: Array<[string, string]> = [
   ['/bookstore/sync', JSON.stringify(fixture('bookstore', 'first-sync'))],
@@ -84,7 +84,7 @@ async function otherCallsUntil (server: ServerProcess, done: Promise<unknown>): 
 
 /** Sends `body` to /podset/sync `times` at once, with the other calls meanwhile; checks what the report promises. */
 async function sendAtOnce (t: TestContext, body: string, times: number, expected: { reason: string, children: number }, env: Record<string, string> = {}): Promise<void> {
-  const server = await startHookServer(t, { ...runtimeEnv, DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema(), ...env }, { nodeArgs })
+  const server = await startHookServer(t, { DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema(), ...env }, { deployed: true })
   server.resetPeakRss()
   const sent = Promise.all(Array.from({ length: times }, async () => await call(server, '/podset/sync', body)))
   const others = await otherCallsUntil(server, sent)

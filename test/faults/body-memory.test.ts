@@ -15,7 +15,7 @@ import { startHookServer, testSchema } from './hook-server.js'
  * memory limit; a real 2,000-pod parent with managedFields is still served.
  */
 
-const { memoryLimitMiB, nodeArgs, runtimeEnv } = deployment()
+const { memoryLimitMiB, nodeArgs } = deployment()
 const limits = bodyLimits(loadConfig({}).bodyLimit)
 const request = JSON.stringify(fixture('podset', 'first-sync'))
 
@@ -56,7 +56,7 @@ async function peakOf (server: ServerProcess, body: string, times: number, statu
 }
 
 test(`the worst bodies at HOOKS_BODY_LIMIT (${limits.bytes} bytes) keep the server up and under the Deployment's ${memoryLimitMiB} MiB (${nodeArgs.join(' ')})`, async (t) => {
-  const server = await startHookServer(t, { ...runtimeEnv, DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema() }, { nodeArgs })
+  const server = await startHookServer(t, { DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema() }, { deployed: true })
   for (const worst of WORST) {
     const body = worst.body()
     assert.ok(body.length <= limits.bytes && body.length > limits.bytes - 4096, `${worst.name}: ${body.length} bytes`)

@@ -4,6 +4,7 @@ import type { TestContext } from 'node:test'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
 import { startPostgres, type PostgresProcess } from '../../dev/postgres-process.js'
+import { deployment } from '../../dev/deployment.js'
 import { spawnServer, startServer, type ServerProcess, type ServerProcessOptions } from '../../dev/server-process.js'
 
 /** The hook server as every fault test runs it: its own process, short database timeouts, a schema of the test's own. */
@@ -21,12 +22,14 @@ export const STATEMENT_TIMEOUT_SECONDS = 2
 export const CALL_BOUND_MS = (CONNECT_TIMEOUT_SECONDS + STATEMENT_TIMEOUT_SECONDS + 1 + 3) * 1000
 
 /**
- * Starts the hook server with the given database and schema (and these timeouts), on `port` when given, with Node.js's
- * `nodeArgs`, from `checkout` when given (another version's files); it is stopped after the test.
+ * Starts the hook server with the given database and schema (and these timeouts), on `port` when given, as the
+ * Deployment runs it when `deployed` (its Node.js flags and the runtime's environment, dev/deployment.ts), from
+ * `checkout` when given (another version's files); it is stopped after the test.
  */
-export async function startHookServer (t: TestContext, env: { DATABASE_URL: string, PG_SCHEMA: string } & Record<string, string>, options: { port?: number, nodeArgs?: string[], checkout?: string } = {}): Promise<ServerProcess> {
-  const { checkout, ...rest } = options
-  const settings = { ...rest, env: { PG_CONNECT_TIMEOUT: String(CONNECT_TIMEOUT_SECONDS), PG_STATEMENT_TIMEOUT: String(STATEMENT_TIMEOUT_SECONDS), ...env } }
+export async function startHookServer (t: TestContext, env: { DATABASE_URL: string, PG_SCHEMA: string } & Record<string, string>, options: { port?: number, deployed?: boolean, checkout?: string } = {}): Promise<ServerProcess> {
+  const { checkout, deployed = false, ...rest } = options
+  const shipped = deployed ? deployment() : { nodeArgs: [], runtimeEnv: {} }
+  const settings = { ...rest, nodeArgs: shipped.nodeArgs, env: { ...shipped.runtimeEnv, PG_CONNECT_TIMEOUT: String(CONNECT_TIMEOUT_SECONDS), PG_STATEMENT_TIMEOUT: String(STATEMENT_TIMEOUT_SECONDS), ...env } }
   if (checkout !== undefined) return await startEarlierServer(t, { ...settings, cwd: checkout, entry: join(checkout, 'hooks', 'server.ts') })
   const server = await startServer(settings)
   t.after(async () => { await server.stop() })

@@ -24,7 +24,7 @@ const ANSWERED_WITHIN_MS = 1000
 /** A normal call still unanswered then is counted as unanswered, so that a stalled server cannot stall the test. */
 const GIVE_UP_MS = 5000
 
-const { memoryLimitMiB, nodeArgs, runtimeEnv } = deployment()
+const { memoryLimitMiB } = deployment()
 const config = loadConfig({})
 const NORMAL_CALLS: Array<[string, string]> = [
   ['/podset/sync', JSON.stringify(fixture('podset', 'first-sync'))],
@@ -76,7 +76,7 @@ async function normalCall (server: ServerProcess, path: string, body: string): P
 
 /** The hook server as the Deployment runs it; every path answered once, so that what is measured is not a first call's compilation. */
 async function hookServer (t: TestContext): Promise<ServerProcess> {
-  const server = await startHookServer(t, { ...runtimeEnv, DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema() }, { nodeArgs })
+  const server = await startHookServer(t, { DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema() }, { deployed: true })
   for (const [path, body] of NORMAL_CALLS) assert.equal((await normalCall(server, path, body)).status, 200, path)
   return server
 }

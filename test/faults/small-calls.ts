@@ -14,8 +14,7 @@ import { startHookServer, testSchema } from './hook-server.js'
  * the 99th percentile, and the process must stay up and under the Deployment's memory limit.
  */
 
-const shipped = deployment()
-export const { memoryLimitMiB, nodeArgs } = shipped
+export const { memoryLimitMiB, nodeArgs } = deployment()
 export const DEPLOYMENT = `under the Deployment's ${memoryLimitMiB} MiB (${nodeArgs.join(' ')})`
 
 /** What a small call may take, at the 99th percentile, however busy the server is with other callers' large ones. */
@@ -70,7 +69,7 @@ function percentile (values: number[], fraction: number): number {
  * returns what `clients` returned.
  */
 export async function withSmallCalls<T> (t: TestContext, clients: (server: ServerProcess) => Promise<T>): Promise<T> {
-  const server = await startHookServer(t, { ...shipped.runtimeEnv, DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema() }, { nodeArgs })
+  const server = await startHookServer(t, { DATABASE_URL: testDatabaseUrl(), PG_SCHEMA: testSchema() }, { deployed: true })
   server.resetPeakRss()
   const done = clients(server)
   const small = await smallCallsUntil(server, done)
