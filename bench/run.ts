@@ -268,7 +268,7 @@ async function drivenBy<T> (record: SideRecord, work: () => Promise<T>): Promise
  * sets, twice as many requests as connections (at least 8), all answered: a cut-off slice would leave CPU time spent
  * on requests it never counts. With 4 at concurrency 1, this server's 2,000-pod figure ranged from 100 to 153 ms a
  * request over four runs (the fastify peer's 125-130); with 8, from 103 to 108 over three. A side answered 304 gets
- * ten times as many: each costs about a tenth, and four of them came to a few ticks of the 10 ms CPU clock.
+ * ten times as many: each costs about a tenth, so that its CPU time is taken over as much work as the others'.
  */
 async function compare (name: string, sides: Side[], { large = false, reference, levels = CONCURRENCY }: { large?: boolean, reference?: Reference, levels?: number[] } = {}): Promise<void> {
   const slices = large ? 1 : Math.max(1, Math.round(seconds / PROCESS_SETS))
