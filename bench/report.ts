@@ -27,7 +27,7 @@ export interface Row extends Measurement {
   concurrency: number
   /** The side's process's peak resident set during this row; null for the pg loop, which runs in the bench. */
   peakRssMiB: number | null
-  /** The side's process's CPU time (all threads, in nanoseconds) over the requests it answered; null for the pg loop. */
+  /** The side's process's CPU time (all threads, read to the nanosecond) over the requests it answered; null for the pg loop. */
   serverCpuMsPerRequest: number | null
   /**
    * The bench's own CPU time (autocannon, or the pg loop) over the time it drove this row: near 1 when the load, not
