@@ -57,8 +57,9 @@ test('a line longer than the batch is written alone, after the lines before it',
 
 test('lines of any characters are written whole, however the batch fills', (t) => {
   const file = logFile(t)
-  const lines = new LogLines(file.fd, 60_000, 48)
-  const written = ['é\n', '日本語\n', '🙂🙂\n', 'plain\n', 'ünïcödé\n', '🙂\n']
+  // The second line's 4 characters fit in the 6 bytes left of 16 after the first, its 10 bytes do not.
+  const lines = new LogLines(file.fd, 60_000, 16)
+  const written = ['日本語\n', '日本語\n', '🙂🙂\n', 'é\n', 'plain\n', 'ünïcödé\n', '日本語日本語\n', '🙂\n']
   for (const line of written) lines.write(line)
   lines.flush()
   assert.equal(file.text(), written.join(''))
