@@ -67,7 +67,7 @@ test('lines of any characters are written whole, however the batch fills', (t) =
 
 test('lines still waiting are written when the process exits', () => {
   const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
-    const { LogLines } = await import(${JSON.stringify(new URL('../../hooks/runtime/log-lines.ts', import.meta.url).href)})
+    import { LogLines } from ${JSON.stringify(join(import.meta.dirname, '..', '..', 'hooks', 'runtime', 'log-lines.ts'))}
     const lines = new LogLines(1, 60_000)
     lines.write('first\\n')
     lines.write('last\\n')
