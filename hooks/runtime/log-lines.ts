@@ -26,10 +26,12 @@ export class LogLines {
 
   write (line: string): void {
     // Room for the line at its longest in UTF-8, so that it is never cut; a line longer than the batch goes alone.
-    if (this.length + line.length * MAX_UTF8_BYTES_PER_UNIT > this.batch.length) {
+    const longest = line.length * MAX_UTF8_BYTES_PER_UNIT
+    if (this.length + longest > this.batch.length) {
       this.flush()
-      if (line.length * MAX_UTF8_BYTES_PER_UNIT > this.batch.length) {
-        writeSync(this.fd, line)
+      if (longest > this.batch.length) {
+        const bytes = Buffer.from(line)
+        this.writeAll(bytes, bytes.length)
         return
       }
     }
@@ -43,7 +45,12 @@ export class LogLines {
     if (this.length === 0) return
     const length = this.length
     this.length = 0
+    this.writeAll(this.batch, length)
+  }
+
+  /** The first `length` bytes of `bytes`, written whole: a write to a pipe may take only part of them. */
+  private writeAll (bytes: Buffer, length: number): void {
     let written = 0
-    while (written < length) written += writeSync(this.fd, this.batch, written, length - written)
+    while (written < length) written += writeSync(this.fd, bytes, written, length - written)
   }
 }
