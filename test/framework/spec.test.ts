@@ -25,6 +25,13 @@ test('a spec is read as the API server stores it: defaults applied, unknown fiel
   assert.notEqual(parse(spec).command, spec.command, 'a copy, so that a hook can never change the request')
 })
 
+test('a default that is an object is a copy of its own in each spec, where the schema names no fields to copy', () => {
+  const parseLabels = specParser(Type.Object({ labels: Type.Record(Type.String(), Type.String(), { default: { team: 'a' } }) }), 'Thing')
+  const first = parseLabels({}) as { labels: Record<string, string> }
+  first.labels.team = 'changed'
+  assert.deepEqual(parseLabels({}), { labels: { team: 'a' } })
+})
+
 test('a value nested 200,000 levels deep is a 422 naming its field, or ignored in a field the schema does not know', () => {
   for (const [spec, field] of [
     [{ image: { repository: 'x' }, size: deep(DEPTH) }, 'spec.size'],
