@@ -11,7 +11,7 @@ import pg from 'pg'
  * - `client.query(submittable)` calls `submit(connection)` with the client's Connection, which writes protocol
  *   messages with `parse({ name, text, types }, false)`, `bind({ statement, values }, false)`,
  *   `describe({ type: 'P', name: '' }, false)`, `execute({ portal: '' }, false)` and `sync()`, and has a `stream`
- *   with `cork()` and `uncork()`;
+ *   with `cork()` and `uncork()`; an Execute without a Describe before it is answered with DataRows alone;
  * - the Connection emits `parseComplete` for each ParseComplete message;
  * - the client calls the submittable's `handleRowDescription({ fields: [{ name, dataTypeID }] })`,
  *   `handleDataRow({ fields: [text | null] })`, `handleCommandComplete({ text })` (the command tag),
@@ -66,10 +66,13 @@ function parameter (value: Value): string | null {
 }
 
 /**
- * The named statements each client has parsed on its connection, with their texts (PostgreSQL keeps them until the
- * connection ends). Only batches name statements, so this is all that is parsed under these names.
+ * The named statements each client has parsed on its connection (PostgreSQL keeps them until the connection ends),
+ * with the fields of their rows once an answer described them: a statement whose fields are known is sent without a
+ * Describe, and its rows are read with those. They hold while the statement does: PostgreSQL refuses to run a
+ * prepared statement whose result changed shape (prepared-statements.ts). Only batches name statements, so this is
+ * all that is parsed under these names.
  */
-const parsedBy = new WeakMap<pg.ClientBase, Map<string, string>>()
+const parsedBy = new WeakMap<pg.ClientBase, Map<string, Field[] | undefined>>()
 
 /**
  * Several statements sent in one write and answered in one go, with one Sync at the end (the extended query protocol's
@@ -85,18 +88,20 @@ const parsedBy = new WeakMap<pg.ClientBase, Map<string, string>>()
  */
 class StatementBatch implements pg.Submittable {
   private readonly results: Array<StatementResult<pg.QueryResultRow>> = []
+  /** The fields of each statement's rows, known before its answer when it is sent without a Describe. */
+  private readonly described: Array<Field[] | undefined> = []
   private fields: Field[] = []
   private rows: pg.QueryResultRow[] = []
   /**
    * Every Parse this batch sent, in order, unnamed ones ('') included: PostgreSQL answers each with a ParseComplete,
    * which confirms the first one left, and skips those after an error.
    */
-  private readonly parsing: Array<{ name: string, text: string }> = []
+  private readonly parsing: string[] = []
   private connection: Connection | undefined
 
   constructor (
     private readonly statements: readonly Statement[],
-    private readonly parsed: Map<string, string>,
+    private readonly parsed: Map<string, Field[] | undefined>,
     private readonly settle: (error: Error | undefined, results: Array<StatementResult<pg.QueryResultRow>>) => void
   ) {}
 
@@ -105,24 +110,36 @@ class StatementBatch implements pg.Submittable {
     connection.stream.cork()
     try {
       for (const { text, values = [], name = '' } of this.statements) {
-        if (name === '' || (!this.parsed.has(name) && !this.parsing.some((parse) => parse.name === name))) {
+        if (name === '' || (!this.parsed.has(name) && !this.parsing.includes(name))) {
           connection.parse({ name, text, types: [] }, false)
-          this.parsing.push({ name, text })
+          this.parsing.push(name)
         }
         connection.bind({ statement: name, values: values.map(parameter) }, false)
-        connection.describe({ type: 'P', name: '' }, false)
+        const fields = name === '' ? undefined : this.parsed.get(name)
+        if (fields === undefined) connection.describe({ type: 'P', name: '' }, false)
+        this.described.push(fields)
         connection.execute({ portal: '' }, false)
       }
       connection.sync()
     } finally {
       connection.stream.uncork()
     }
-    if (this.parsing.some((parse) => parse.name !== '')) connection.on('parseComplete', this.parseCompleted)
+    this.fields = this.described[0] ?? []
+    if (this.parsing.some((name) => name !== '')) connection.on('parseComplete', this.parseCompleted)
   }
 
   private readonly parseCompleted = (): void => {
-    const parse = this.parsing.shift()
-    if (parse !== undefined && parse.name !== '') this.parsed.set(parse.name, parse.text)
+    const name = this.parsing.shift()
+    if (name !== undefined && name !== '') this.parsed.set(name, undefined)
+  }
+
+  /** The statement answered: its fields are kept for its next use, and the next statement's are set if known. */
+  private answered (rows: pg.QueryResultRow[], rowCount: number): void {
+    const { name = '' } = this.statements[this.results.length] ?? {}
+    if (name !== '' && this.parsed.has(name)) this.parsed.set(name, this.fields)
+    this.results.push({ rows, rowCount })
+    this.fields = this.described[this.results.length] ?? []
+    this.rows = []
   }
 
   private done (): void {
@@ -145,13 +162,11 @@ class StatementBatch implements pg.Submittable {
 
   handleCommandComplete (message: { text: string }): void {
     const count = Number(message.text.slice(message.text.lastIndexOf(' ') + 1))
-    this.results.push({ rows: this.rows, rowCount: Number.isInteger(count) ? count : 0 })
-    this.fields = []
-    this.rows = []
+    this.answered(this.rows, Number.isInteger(count) ? count : 0)
   }
 
   handleEmptyQuery (): void {
-    this.results.push({ rows: [], rowCount: 0 })
+    this.answered([], 0)
   }
 
   handleError (error: Error): void {
@@ -188,7 +203,7 @@ export async function runBatch (db: pg.ClientBase, statements: readonly Statemen
   })
 }
 
-function parsedOn (db: pg.ClientBase): Map<string, string> {
+function parsedOn (db: pg.ClientBase): Map<string, Field[] | undefined> {
   let parsed = parsedBy.get(db)
   if (parsed === undefined) parsedBy.set(db, (parsed = new Map()))
   return parsed

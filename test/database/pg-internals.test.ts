@@ -142,6 +142,22 @@ test('a named statement is parsed once per connection: each ParseComplete marks 
   assert.deepEqual((await runBatch(db, [{ text: `SELECT v FROM ${missing}`, name: broken }]))[0]?.rows, [])
 })
 
+test('a named statement is described once per connection: its later answers are read with the fields it had', async (t) => {
+  const db = await client(t)
+  const table = await scratchTable(t)
+  const connection = (db as unknown as { connection: pg.Connection }).connection
+  let descriptions = 0
+  connection.on('rowDescription', () => { descriptions++ })
+  const name = `batch_test_${randomBytes(4).toString('hex')}`
+  const read = { text: 'SELECT $1::int + 1 AS next, $1::int > 1 AS big, ARRAY[$1::text] AS texts', name }
+  const insert = { text: `INSERT INTO ${table} (v) VALUES ($1)`, name: `${name}_insert` }
+  for (let i = 0; i < 3; i++) {
+    const results = await runBatch(db, [{ ...insert, values: [`v${i}`] }, { ...read, values: [i] }])
+    assert.deepEqual(results, [{ rows: [], rowCount: 1 }, { rows: [{ next: i + 1, big: i > 1, texts: [String(i)] }], rowCount: 1 }])
+  }
+  assert.equal(descriptions, 1, 'only the first answer described the rows; an INSERT without RETURNING has none to describe')
+})
+
 test('a named statement after an unnamed one that fails is not taken for parsed: the next batch parses it', async (t) => {
   const db = await client(t)
   const name = `batch_test_${randomBytes(4).toString('hex')}`
