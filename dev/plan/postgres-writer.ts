@@ -222,12 +222,12 @@ class SnapshotSession implements Session {
     const { id, uid } = values
     const found = this.rowIn(table, values)
     const sameTable = found?.sameTable ?? false
-    const before = found?.row === undefined ? null : this.matches(found.row, values)
-    const placed = sameTable && !this.snapshot.tombstones.has(String(uid)) && !this.snapshot.placements.some((placement) => placement.id === id && placement.table !== table)
-    if (!placed || found === undefined) return { sameTable, placed: false, written: 0, kept: false, before }
+    const placed = sameTable && found?.row === undefined && !this.snapshot.tombstones.has(String(uid)) &&
+      !this.snapshot.placements.some((placement) => placement.id === id && placement.table !== table)
+    if (!placed || found === undefined) return { sameTable, written: 0, kept: false }
     const written = this.upsert(found.state, table, values)
     this.record(String(id), table, String(uid))
-    return { sameTable, placed, written, kept: written > 0, before }
+    return { sameTable, written, kept: written > 0 }
   }
 
   private placeRow (table: string, values: Values, others: readonly string[]): PlaceRowReport {

@@ -135,7 +135,8 @@ export class RowWrites {
    * committed (a tombstone, a record elsewhere), one statement upserts it, deletes it from the other tables recorded as
    * holding it when each is one it expected (`others`), and records it here, for this object. One round trip, unless
    * a table the status did not name holds it. When it expects no other table, a shorter statement tries first, which
-   * writes only when no other table holds the row and no tombstone stops it: an object's first sync.
+   * only inserts a row that is not there yet, when no other table holds it and no tombstone stops it: an object's
+   * first sync.
    */
   private async place (session: Session, placing: Placing, others: readonly string[]): Promise<WriteResult | 'stale'> {
     if (others.length === 0) {
@@ -161,15 +162,16 @@ export class RowWrites {
   }
 
   /**
-   * The placement of a row that nothing else holds or stops (statements.ts, placeRowAlone): what it did, or undefined
-   * when something does, and the whole placement must run.
+   * The placement of a new row that nothing else holds or stops (statements.ts, placeRowAlone): what it did, or
+   * undefined when it inserted nothing (a row already there, a trigger that dropped it, or something that has a say),
+   * and the whole placement must run.
    */
   private async placeAlone (session: Session, { row, table, uid, oid }: Placing): Promise<WriteResult | 'stale' | undefined> {
     const values = { id: row.id, name: row.name, age: row.age, country: row.country, uid, oid, qualifiedTable: qualified(this.schema, table), table }
     const [, [report] = []] = await session.batch([query(lockRow, undefined, { id: row.id }), query(placeRowAlone, { schema: this.schema, table }, values)]) as [unknown[], PlaceRowAloneReport[]]
     if (report === undefined || !report.sameTable) return 'stale'
-    if (!report.placed) return undefined
-    return this.outcome(table, report.written, report.kept, report.before)
+    if (report.written === 0) return undefined
+    return this.outcome(table, report.written, report.kept, null)
   }
 
   /** The statement of a placement (statements.ts, placeRow), expecting the row in `others` besides `table`. */

@@ -197,33 +197,33 @@ export const placeRow = defineStatement('place the row',
        FROM guard, expected`)
 
 /**
- * The placement of a row that nothing else has a say on, as at an object's first sync: after the row's advisory lock,
- * when `$qualifiedTable` still names the table found fit (`$oid`), the object has no tombstone, and no other table is
- * recorded as holding the row, it writes the row and records it in `$table`, for this object. Otherwise it writes
- * nothing, and the store runs `placeRow`, which deals with each of those. It reports what the row was before (`before`:
- * null when there was none, else whether it matched the spec) and what the write did.
+ * The placement of a new row that nothing else has a say on, as at an object's first sync: after the row's advisory
+ * lock, when `$qualifiedTable` still names the table found fit (`$oid`), the object has no tombstone, no other table
+ * is recorded as holding the row and `table` holds no row of that id, it inserts the row and records it in `$table`,
+ * for this object. Otherwise it writes nothing, and the store runs `placeRow`, which deals with each of those: a row
+ * already there is then compared with the spec, which this statement never needs to read.
  *
- * Its parts: `go`, one row when it writes; `written`, the upsert; `recorded_here`, the record.
+ * Its parts: `inserted`, the row; `recorded_here`, the record.
  */
-export interface PlaceRowAloneReport { sameTable: boolean, placed: boolean, written: number, kept: boolean, before: boolean | null }
+export interface PlaceRowAloneReport { sameTable: boolean, written: number, kept: boolean }
 
 export const placeRowAlone = defineStatement('place a row nothing else holds',
   ['id', 'name', 'age', 'country', 'uid', 'oid', 'qualifiedTable', 'table'],
   ({ schema, table }: OnTable) =>
-    `WITH go AS (
-         SELECT WHERE to_regclass($qualifiedTable) = $oid::oid
+    `WITH inserted AS (
+         INSERT INTO ${qualified(schema, table)} AS t (id, name, age, country)
+         SELECT $id::text, $name::text, $age::integer, $country::text WHERE to_regclass($qualifiedTable) = $oid::oid
            AND NOT EXISTS (SELECT FROM ${tombstones(schema)} WHERE object_uid = $uid)
            AND NOT EXISTS (SELECT FROM ${placements(schema)} WHERE id = $id AND table_name <> $table)
+         ON CONFLICT (id) DO NOTHING
+         RETURNING t.name, t.age, t.country
        ),
-       ${writtenRow(schema, table)},
        recorded_here AS (
-         INSERT INTO ${placements(schema)} AS r (id, table_name, uid) SELECT $id, $table, $uid FROM go
+         INSERT INTO ${placements(schema)} AS r (id, table_name, uid) SELECT $id, $table, $uid FROM inserted
          ON CONFLICT (id, table_name) DO UPDATE SET uid = EXCLUDED.uid WHERE r.uid IS DISTINCT FROM EXCLUDED.uid
        )
-       SELECT to_regclass($qualifiedTable) = $oid::oid AS "sameTable", EXISTS (SELECT FROM go) AS placed,
-         (SELECT count(*) FROM written)::int AS written,
-         EXISTS (SELECT FROM written w WHERE (w.name, w.age, w.country) = ($name::text, $age::integer, $country::text)) AS kept,
-         (SELECT coalesce((o.name, o.age, o.country) = ($name::text, $age::integer, $country::text), false) FROM ONLY ${qualified(schema, table)} o WHERE o.id = $id) AS before`)
+       SELECT to_regclass($qualifiedTable) = $oid::oid AS "sameTable", (SELECT count(*) FROM inserted)::int AS written,
+         EXISTS (SELECT FROM inserted w WHERE (w.name, w.age, w.country) = ($name::text, $age::integer, $country::text)) AS kept`)
 
 /** Whose row a finalize deletes: the object's, or one adopted from an earlier version (no owner), which any object of that id owns. */
 const OWNED = '(r.uid = $uid OR r.uid IS NULL)'
