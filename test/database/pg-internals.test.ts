@@ -30,6 +30,14 @@ async function scratchTable (t: TestContext): Promise<string> {
   return table
 }
 
+/** How many messages of `kind` PostgreSQL sends `db` from now on, as pg's Connection emits them. */
+function counted (db: pg.Client, kind: 'readyForQuery' | 'rowDescription'): () => number {
+  const connection = (db as unknown as { connection: pg.Connection }).connection
+  let count = 0
+  connection.on(kind, () => { count++ })
+  return () => count
+}
+
 /** A submittable that only keeps the Connection pg gives it, then answers nothing: for looking at the Connection. */
 async function pgConnection (db: pg.Client): Promise<Record<string, unknown>> {
   return await new Promise((resolve) => {
@@ -65,15 +73,13 @@ test('pg still has what pg-internals.ts takes from it: the Connection a submitta
 test('the statements run in order, each with its rows, and PostgreSQL answers them all with one ReadyForQuery', async (t) => {
   const db = await client(t)
   const table = await scratchTable(t)
-  const connection = (db as unknown as { connection: pg.Connection }).connection
-  let answers = 0
-  connection.on('readyForQuery', () => { answers++ })
+  const answers = counted(db, 'readyForQuery')
   const results = await runBatch(db, [
     { text: `INSERT INTO ${table} (v) VALUES ($1), ($2)`, values: ['a', 'b'] },
     { text: `SELECT v, length(v) AS n, v = $1 AS first, ARRAY[v, $2] AS pair, NULL::text AS nothing FROM ${table} ORDER BY v`, values: ['a', 'x "quoted", \\ and {braces}'] },
     { text: `DELETE FROM ${table} WHERE v = ANY ($1::text[])`, values: [['b', 'c']] }
   ])
-  assert.equal(answers, 1)
+  assert.equal(answers(), 1)
   assert.deepEqual(results.map((result) => result.rowCount), [2, 2, 1])
   assert.deepEqual(results[1]?.rows, [
     { v: 'a', n: 1, first: true, pair: ['a', 'x "quoted", \\ and {braces}'], nothing: null },
@@ -145,9 +151,7 @@ test('a named statement is parsed once per connection: each ParseComplete marks 
 test('a named statement is described once per connection: its later answers are read with the fields it had', async (t) => {
   const db = await client(t)
   const table = await scratchTable(t)
-  const connection = (db as unknown as { connection: pg.Connection }).connection
-  let descriptions = 0
-  connection.on('rowDescription', () => { descriptions++ })
+  const descriptions = counted(db, 'rowDescription')
   const name = `batch_test_${randomBytes(4).toString('hex')}`
   const read = { text: 'SELECT $1::int + 1 AS next, $1::int > 1 AS big, ARRAY[$1::text] AS texts', name }
   const insert = { text: `INSERT INTO ${table} (v) VALUES ($1)`, name: `${name}_insert` }
@@ -155,7 +159,7 @@ test('a named statement is described once per connection: its later answers are 
     const results = await runBatch(db, [{ ...insert, values: [`v${i}`] }, { ...read, values: [i] }])
     assert.deepEqual(results, [{ rows: [], rowCount: 1 }, { rows: [{ next: i + 1, big: i > 1, texts: [String(i)] }], rowCount: 1 }])
   }
-  assert.equal(descriptions, 1, 'only the first answer described the rows; an INSERT without RETURNING has none to describe')
+  assert.equal(descriptions(), 1, 'only the first answer described the rows; an INSERT without RETURNING has none to describe')
 })
 
 test('a named statement after an unnamed one that fails is not taken for parsed: the next batch parses it', async (t) => {
