@@ -101,15 +101,12 @@ const deleteFromEach = (schema: string, tables: readonly string[]): string => ta
          AND EXISTS (SELECT 1 FROM recorded WHERE table_name = ($tables::text[])[${i + 1}]))`).join('')
 
 /**
- * A part of both placements: `written`, the row upserted into `table` when the statement goes on (`go`), and only
- * where a column differs, returning the columns it wrote.
+ * A part of both placements: `recorded_here`, the row recorded in `$table` for this object, once for each row of
+ * `source` (one when the statement wrote), the uid replaced in a record of another object.
  */
-const writtenRow = (schema: string, table: string): string => `written AS (
-         INSERT INTO ${qualified(schema, table)} AS t (id, name, age, country)
-         SELECT $id, $name, $age, $country FROM go
-         ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
-         WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
-         RETURNING t.name, t.age, t.country
+const recordedHere = (schema: string, source: string): string => `recorded_here AS (
+         INSERT INTO ${placements(schema)} AS r (id, table_name, uid) SELECT $id, $table, $uid FROM ${source}
+         ON CONFLICT (id, table_name) DO UPDATE SET uid = EXCLUDED.uid WHERE r.uid IS DISTINCT FROM EXCLUDED.uid
        )`
 
 /** A part of the read and the update in place: the row is recorded in `$table` as this object's, which no tombstone stops. */
@@ -181,12 +178,15 @@ export const placeRow = defineStatement('place the row',
        recorded AS (${recordedTables(schema, 'r.table_name <> $table')}),
        expected AS (SELECT ARRAY(SELECT table_name FROM recorded)::text[] <@ $tables::text[] AS expected),
        go AS (SELECT 1 FROM guard, expected WHERE guard."sameTable" AND NOT guard.finalized AND expected.expected),
-       ${writtenRow(schema, table)}${deleteFromEach(schema, others)},
+       written AS (
+         INSERT INTO ${qualified(schema, table)} AS t (id, name, age, country)
+         SELECT $id, $name, $age, $country FROM go
+         ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name, age = EXCLUDED.age, country = EXCLUDED.country
+         WHERE (t.name, t.age, t.country) IS DISTINCT FROM (EXCLUDED.name, EXCLUDED.age, EXCLUDED.country)
+         RETURNING t.name, t.age, t.country
+       )${deleteFromEach(schema, others)},
        unrecorded AS (DELETE FROM ${placements(schema)} WHERE id = $id AND table_name <> $table AND EXISTS (SELECT 1 FROM go)),
-       recorded_here AS (
-         INSERT INTO ${placements(schema)} AS r (id, table_name, uid) SELECT $id, $table, $uid FROM go
-         ON CONFLICT (id, table_name) DO UPDATE SET uid = EXCLUDED.uid WHERE r.uid IS DISTINCT FROM EXCLUDED.uid
-       ),
+       ${recordedHere(schema, 'go')},
        released AS (DELETE FROM ${tombstones(schema)} WHERE object_uid = $uid AND EXISTS (SELECT 1 FROM go))
        SELECT guard."sameTable", guard.finalized, (SELECT release_token FROM tombstone) AS "releaseToken", expected.expected,
          (SELECT count(*) FROM written)::int AS written,
@@ -218,10 +218,7 @@ export const placeRowAlone = defineStatement('place a row nothing else holds',
          ON CONFLICT (id) DO NOTHING
          RETURNING t.name, t.age, t.country
        ),
-       recorded_here AS (
-         INSERT INTO ${placements(schema)} AS r (id, table_name, uid) SELECT $id, $table, $uid FROM inserted
-         ON CONFLICT (id, table_name) DO UPDATE SET uid = EXCLUDED.uid WHERE r.uid IS DISTINCT FROM EXCLUDED.uid
-       )
+       ${recordedHere(schema, 'inserted')}
        SELECT to_regclass($qualifiedTable) = $oid::oid AS "sameTable", (SELECT count(*) FROM inserted)::int AS written,
          EXISTS (SELECT FROM inserted w WHERE (w.name, w.age, w.country) = ($name::text, $age::integer, $country::text)) AS kept`)
 
