@@ -215,15 +215,15 @@ function spells (bytes: Buffer, start: number, end: number, word: Buffer): boole
  * whether it nests deeper than `maxDepth` (strings skipped, escapes included), the managedFields arrays
  * withoutManagedFields would empty, the fields of observed children in `unread` that no hook reads (a field of an
  * object directly under a group of the top-level `children`, whose value is an object or an array), and whether a
- * string spells a prototype key. Strings are skipped in the loop
- * itself: a real request has a string every 16 bytes, and a native search per string cost more than the bytes it
- * skipped (65 ms against 53 for an 11 MB request), and no closure here may capture the loop's variables (a closure
- * that did made the pass 35 % slower). The pass stops at a nesting deeper than `maxDepth`, and at an unterminated
- * string, which JSON.parse refuses.
+ * string spells a prototype key. Strings are skipped by closingQuote: a real request has a string every 16 bytes, and
+ * a native search per string cost more than the bytes it skipped (65 ms against 53 for an 11 MB request). No closure
+ * here may capture the loop's variables (a closure that did made the pass 35 % slower). The pass stops at a nesting
+ * deeper than `maxDepth`, and at an unterminated string, which JSON.parse refuses.
  */
 export function scanJson (bytes: Buffer, maxDepth = MAX_DEPTH, unread?: UnreadFields): JsonScan {
   const scan: JsonScan = { values: 0, tooDeep: false, cuts: [], prototypeKey: false }
   const { length } = bytes
+  const words = wordsOf(bytes)
   let values = 0
   let depth = 0
   // The depth at which the array or object being left out opened (0: none), and where its contents start.
@@ -240,11 +240,7 @@ export function scanJson (bytes: Buffer, maxDepth = MAX_DEPTH, unread?: UnreadFi
     if (kind === 0) continue
     if (kind === 1) {
       const start = index + 1
-      for (index = start; index < length; index++) {
-        const inString = bytes[index] as number
-        if (inString === QUOTE) break
-        if (inString === BACKSLASH) index++
-      }
+      index = closingQuote(bytes, words, start)
       if (index >= length) break
       if (skipping !== 0) continue
       if (unread !== undefined && bytes[index + 1] === COLON) {
@@ -391,6 +387,41 @@ function escaped (bytes: Buffer, index: number): boolean {
   return backslashes % 2 === 1
 }
 
+/** The bytes of `bytes` as closingQuote reads them, four at a time. */
+function wordsOf (bytes: Buffer): DataView {
+  return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
+
+/**
+ * The index of the quote that closes a string whose contents start at `start`, escapes skipped, or one at or past the
+ * end of `bytes` when none does. Four bytes are looked at at once, for a quote or a backslash among them: four out of
+ * five bytes of a real request are in its strings, and the passes over them took 20-25 % less time than byte by byte.
+ */
+function closingQuote (bytes: Buffer, words: DataView, start: number): number {
+  const { length } = bytes
+  let index = start
+  while (index <= length - 4) {
+    const word = words.getInt32(index, true)
+    // A byte of `quotes` or `backslashes` is 0 where `word` has that character; the lowest byte this finds is exact.
+    const quotes = word ^ 0x22222222
+    const backslashes = word ^ 0x5c5c5c5c
+    const found = (((quotes - 0x01010101) & ~quotes) | ((backslashes - 0x01010101) & ~backslashes)) & 0x80808080
+    if (found === 0) {
+      index += 4
+      continue
+    }
+    index += (31 - Math.clz32(found & -found)) >> 3
+    if (bytes[index] === QUOTE) return index
+    index += 2
+  }
+  for (; index < length; index++) {
+    const byte = bytes[index] as number
+    if (byte === QUOTE) return index
+    if (byte === BACKSLASH) index++
+  }
+  return index
+}
+
 /** The closing brackets expected, innermost last: `]` (0x5d) or `}` (0x7d), each its opening bracket plus 2. */
 const expectedClosers = new Uint8Array(MAX_DEPTH)
 
@@ -401,18 +432,14 @@ const expectedClosers = new Uint8Array(MAX_DEPTH)
  */
 function closingBracket (bytes: Buffer, open: number): number {
   const { length } = bytes
+  const words = wordsOf(bytes)
   let depth = 0
   let index = open
   while (index < length) {
     const byte = bytes[index++] as number
     if (byte === QUOTE) {
-      // To the closing quote, escapes skipped.
-      let inString = bytes[index++]
-      while (inString !== QUOTE) {
-        if (index >= length) return -1
-        if (inString === BACKSLASH) index++
-        inString = bytes[index++]
-      }
+      index = closingQuote(bytes, words, index) + 1
+      if (index > length) return -1
     } else if (byte === 0x7b || byte === 0x5b) {
       if (depth === MAX_DEPTH) return -1
       expectedClosers[depth++] = byte + 2

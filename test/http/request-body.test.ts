@@ -178,6 +178,23 @@ test('scanJson finds a nesting deeper than its limit, not counting the brackets 
   }
 })
 
+test('strings end at their closing quote wherever it and their escapes fall, also in managedFields', () => {
+  // Strings are looked at several bytes at a time: every length and offset up to a few of them, around a quote, a
+  // backslash, an escaped backslash and bytes that are neither.
+  const inner = ['', '"', '\\', '\\\\', '\\"', '\u00e9', '\u0001', '{[,]}']
+  for (let before = 0; before < 9; before++) {
+    for (let after = 0; after < 9; after++) {
+      for (const middle of inner) {
+        const value = { managedFields: ['a'.repeat(before) + middle + 'b'.repeat(after), [{ c: ['[', '\\'] }]], d: [[1, 'x'.repeat(after)]] }
+        const bytes = Buffer.from(JSON.stringify(value))
+        assert.deepEqual([scanJson(bytes).values, scanJson(bytes, 4).tooDeep, scanJson(bytes, 5).tooDeep], [valuesOf(value), true, false], JSON.stringify(value))
+        assert.deepEqual(JSON.parse(withoutManagedFields(bytes)), managedFieldsEmptied(value), JSON.stringify(value))
+        assert.deepEqual(JSON.parse(textWithout(bytes, scanJson(bytes).cuts)), managedFieldsEmptied(value), JSON.stringify(value))
+      }
+    }
+  }
+})
+
 /** `value` with every array under a managedFields key emptied: what a hook gets of a body. */
 function managedFieldsEmptied (value: unknown): unknown {
   return JSON.parse(JSON.stringify(value), (key, item: unknown) => key === 'managedFields' && Array.isArray(item) ? [] : item)
