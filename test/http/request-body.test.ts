@@ -150,6 +150,22 @@ test('a prototype key is refused however deeply it nests, and named by its path'
   assert.equal(message.match(/(\.a)+: /)?.[0].length, 2 * 20_000 + 2)
 })
 
+test('a prototype key inside an observed child\'s field that no hook reads, in a body scanned first, is left out with it', async (t) => {
+  // The bound on values is HOOKS_BODY_LIMIT / 16 bytes: this fixture is longer, so it is scanned and what its unread
+  // fields hold is left out of the parse, unread, as what managedFields hold is in any body. Nothing reads it; a hook
+  // whose answer keeps every child as it is parses the body in full, and is refused then.
+  const { app } = await build(t, { env: { HOOKS_BODY_LIMIT: '64Ki' } })
+  const text = JSON.stringify(fixture('podset', 'steady-state'))
+  assert.ok(text.length > 64 * 1024 / BYTES_PER_VALUE)
+  const expected = await postText(app, '/podset/sync', text)
+  const hostile = text.replace(/("default\/sleepers-pod-0":\{[^]*?)"spec":\{/, '$1"spec":{"__proto__":{"x":1},')
+  assert.notEqual(hostile, text)
+  const answer = await postText(app, '/podset/sync', hostile)
+  assert.deepEqual([answer.statusCode, answer.body], [expected.statusCode, expected.body])
+  const outside = await postText(app, '/podset/sync', hostile.replace('"spec":{"__proto__"', '"__proto__":{"x":1},"spec":{"x"'))
+  assert.equal(outside.statusCode, 400, outside.body)
+})
+
 test('a body with more JSON values than HOOKS_BODY_LIMIT / 16 gets 413 naming the bound and what to do', async (t) => {
   const { app } = await build(t, { env: { HOOKS_BODY_LIMIT: '1Mi' } })
   const request = fixture('podset', 'first-sync')
