@@ -13,6 +13,7 @@ import { answersFromRequestAlone, noneMatchHolds, requestTag, type RequestTag } 
 import { hookTelemetry, type HookResponse } from './hook-telemetry.js'
 import type { Metrics } from './metrics.js'
 import { bodyLimits, bodyTooLarge, parseBody, scannedFirst, unreadFields, type ReceivedBody, type UnreadFields } from './request-body.js'
+import { makeYoungRoom } from './young-generation.js'
 
 /**
  * One hook call, from its socket to its answer: the `HookCall` that each request of a hook route carries, and
@@ -21,8 +22,9 @@ import { bodyLimits, bodyTooLarge, parseBody, scannedFirst, unreadFields, type R
  * 1. `onRequest`: the call is made, and the bearer token checked (bearer-auth.ts).
  * 2. `preParsing`: its body read into memory as the admission scheduler lets it (body-reading.ts, body-admission.ts),
  *    then tagged with its ETag (etag.ts); the 304 of a request whose If-None-Match holds that ETag; its turn to be parsed.
- * 3. The JSON parser: the body parsed (request-body.ts), without the fields of observed children that no hook reads
- *    when it is large; then fastify checks the hook's request schema (wire/schemas.ts).
+ * 3. The JSON parser: room made in V8's young generation for what the call will make (young-generation.ts); the body
+ *    parsed (request-body.ts), without the fields of observed children that no hook reads when it is large; then
+ *    fastify checks the hook's request schema (wire/schemas.ts).
  * 4. The handler: memory set aside for its answer, and its turn of the CPU; the controller's hook run; its ETag.
  * 5. `onSend`: its answer handed over, in slices counted as the client takes them.
  * 6. `onResponse`: its log line and metric (hook-telemetry.ts).
@@ -274,6 +276,7 @@ export function hookCalls (fastify: FastifyInstance, options: HookCallOptions): 
     // A Content-Type that fastify takes for JSON, but this server does not read as a hook request.
     if (body === undefined) throw new errorCodes.FST_ERR_CTP_INVALID_MEDIA_TYPE(call.request.headers['content-type'])
     call.body = undefined
+    makeYoungRoom(body.length)
     if (call.unread === undefined || !scannedFirst(body, limits)) return parseBody(body, limits)
     // The parse lets go of the chunks it joins; the whole body is parsed again only for an answer that keeps every
     // child as it is.
