@@ -24,8 +24,8 @@ export function youngSpace (): YoungSpace {
  * Collects the young generation now, before a call's body is parsed, when what the call will make fits the young
  * generation but not what is left of it; says whether it did. Left to V8, that collection falls inside a parse while
  * the body's text and half its objects are alive, as it does whenever several calls are in flight: the text moves to
- * the old generation and stays there until a full collection. Five 100-pod syncs in flight peaked at 116-119 MiB with
- * this, 148-149 without. Needs Node.js's `--expose-gc`, which the Deployment gives; without it, does nothing.
+ * the old generation and stays there until a full collection. Five 100-pod syncs in flight peaked at 116-121 MiB with
+ * this, 148-151 without. Needs Node.js's `--expose-gc`, which the Deployment gives; without it, does nothing.
  */
 export function makeYoungRoom (bodyBytes: number, collect = globalThis.gc): boolean {
   if (collect === undefined) return false
