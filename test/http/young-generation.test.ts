@@ -20,7 +20,7 @@ function youngGarbageUntil (wanted: (space: YoungSpace) => boolean): YoungSpace 
   }
 }
 
-test('V8 reports a young generation with room in it', () => {
+test('V8 reports a young generation of at least 512 KiB, with no more room left in it than its size', () => {
   const { capacity, available } = youngSpace()
   assert.ok(capacity >= 512 * 1024, `capacity ${capacity}`)
   assert.ok(available >= 0 && available <= capacity, `available ${available} of ${capacity}`)
