@@ -318,6 +318,8 @@ export interface Results {
   node: string
   placement: { sides: string, load: string } | string
   secondsPerRun: number
+  /** Seconds per side of the fixed cost's case; absent from runs that gave it secondsPerRun like every case. */
+  fixedCostSeconds?: number
   /** Sets of processes each case ran on, one after another, its figures pooled over them; one in runs that do not say. */
   processSets?: number
   /** BENCH_CASES when the run measured only the cases it matches; null for every case. */
@@ -687,7 +689,8 @@ export function benchmarkPage (results: Results): string {
     `- **machine**: ${machine.cpu}, ${machine.cpus} CPUs, ${machine.memoryGiB} GiB of memory, ${machine.system}`,
     `- **Node.js**: ${results.node}`,
     `- **placement**: ${placement}`,
-    `- **load**: ${results.secondsPerRun} s per side and concurrency${(results.processSets ?? 1) === 1 ? '' : `, over ${results.processSets} sets of processes`}, at concurrency ${results.concurrency.join(', ')}; ${results.cases === null ? 'every case' : `the cases matching \`${results.cases}\``}`,
+    `- **load**: ${results.secondsPerRun} s per side and concurrency${results.fixedCostSeconds === undefined ? '' : ` (the fixed cost: ${results.fixedCostSeconds} s)`}` +
+      `${(results.processSets ?? 1) === 1 ? '' : `, over ${results.processSets} sets of processes`}, at concurrency ${results.concurrency.join(', ')}; ${results.cases === null ? 'every case' : `the cases matching \`${results.cases}\``}`,
     `- **requests**: ${Object.entries(results.bodies).map(([name, body]) => `${name} ${size(body.bytes)}`).join(', ')}`,
     `- **PostgreSQL**: fsync ${results.postgresFsync}; a pool of ${results.poolMax} connections`,
     `- **this server**: \`${serverCommand(results)}\`, as the Deployment runs it (memory limit ${results.memoryLimitMiB} MiB)`,

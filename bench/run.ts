@@ -37,6 +37,11 @@ const FIXED_COST_CONNECTIONS = 5
  * process's first seconds of them (this server's CPU a call, second by second: 290, 250, 210, then 170-190 µs).
  */
 const FIXED_COST_WARMUP_SECONDS = 4
+/**
+ * The fixed cost's length, in multiples of BENCH_DURATION: a ratio of two small CPU times needs many slices to settle.
+ * The same code measured 1.14-1.37x in eight runs of 5 s a side, and 1.29x (1.286-1.294) in three of 40 s.
+ */
+const FIXED_COST_LENGTH = 8
 // PostgreSQL's PGSTAT_IDLE_INTERVAL (10 s), plus a margin: see rowWrites().
 const STATS_FLUSH_MS = 11_000
 const root = join(import.meta.dirname, '..')
@@ -270,11 +275,11 @@ async function drivenBy<T> (record: SideRecord, work: () => Promise<T>): Promise
  * request over four runs (the fastify peer's 125-130); with 8, from 103 to 108 over three. A side answered 304 gets
  * ten times as many: each costs about a tenth, so that its CPU time is taken over as much work as the others'.
  */
-async function compare (name: string, sides: Side[], { large = false, reference, levels = CONCURRENCY }: { large?: boolean, reference?: Reference, levels?: number[] } = {}): Promise<void> {
-  const slices = large ? 1 : Math.max(1, Math.round(seconds / PROCESS_SETS))
+async function compare (name: string, sides: Side[], { large = false, reference, levels = CONCURRENCY, perSide = seconds }: { large?: boolean, reference?: Reference, levels?: number[], perSide?: number } = {}): Promise<void> {
+  const slices = large ? 1 : Math.max(1, Math.round(perSide / PROCESS_SETS))
   const length = (side: Side, concurrency: number): Length => large
     ? { requests: Math.max(concurrency, Math.ceil(Math.max(8, 2 * concurrency) / PROCESS_SETS)) * (side.load?.status === 304 ? 10 : 1) }
-    : { seconds: seconds / (slices * PROCESS_SETS) }
+    : { seconds: perSide / (slices * PROCESS_SETS) }
   for (const { name: side, process, load } of sides) {
     if (process !== undefined && load !== undefined && await answerOf(name, process, load, side) === undefined) return
   }
@@ -576,7 +581,7 @@ try {
         const run = async (connections: number, length: Length): Promise<Sample> => await pacedLoad(load, FIXED_COST_RATE, connections, 'seconds' in length ? length.seconds : seconds)
         return { name, process, load, run, ownWarmUp: async () => await run(FIXED_COST_CONNECTIONS, { seconds: FIXED_COST_WARMUP_SECONDS }) }
       }
-      await compare(FIXED_COST_CASE, [paced('ours', ours), paced('fastify peer', bareFastify)], { reference: 'fastify peer', levels: [FIXED_COST_CONNECTIONS] })
+      await compare(FIXED_COST_CASE, [paced('ours', ours), paced('fastify peer', bareFastify)], { reference: 'fastify peer', levels: [FIXED_COST_CONNECTIONS], perSide: seconds * FIXED_COST_LENGTH })
     })
   }
 
@@ -696,6 +701,7 @@ const results: Results = {
   node: process.version,
   placement: placement ?? 'unpinned (one CPU)',
   secondsPerRun: seconds,
+  fixedCostSeconds: seconds * FIXED_COST_LENGTH,
   processSets: PROCESS_SETS,
   cases: process.env.BENCH_CASES === undefined || process.env.BENCH_CASES === '' ? null : process.env.BENCH_CASES,
   concurrency: CONCURRENCY,

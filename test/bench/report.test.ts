@@ -135,6 +135,11 @@ test('the page says over how many sets of processes each case ran, when it ran o
   for (const single of [1, undefined]) assert.match(benchmarkPage(resultsOf(pageRows, { processSets: single })), /^- \*\*load\*\*: \d+ s per side and concurrency, at concurrency /m)
 })
 
+test('the page says how long the fixed cost ran, when the run gave it a length of its own', () => {
+  assert.match(benchmarkPage(resultsOf(pageRows, { fixedCostSeconds: 40 })), /^- \*\*load\*\*: \d+ s per side and concurrency \(the fixed cost: 40 s\), /m)
+  assert.doesNotMatch(benchmarkPage(resultsOf(pageRows, { fixedCostSeconds: undefined })), /the fixed cost: /)
+})
+
 test('a run of short slices, or of some cases only, is marked as a quick look at the top of its page', () => {
   const short = benchmarkPage(resultsOf(pageRows, { secondsPerRun: 1, cases: 'PodSet' }))
   assert.match(short.split('## Targets')[0] ?? '', new RegExp(`^> \\*\\*A quick look, not a full run:\\*\\* 1 s per side and concurrency, under the ${FULL_RUN_SECONDS} s of a full run; only the cases matching \`PodSet\`\\.`, 'm'))
