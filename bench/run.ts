@@ -57,6 +57,7 @@ execFileSync(process.execPath, ['--import', 'tsx', 'scripts/build.ts'], { cwd: r
 
 const seconds = Number(process.env.BENCH_DURATION ?? 5)
 if (!(seconds > 0)) throw new Error(`BENCH_DURATION=${process.env.BENCH_DURATION}: expected a number of seconds above 0`)
+const fixedCostSeconds = seconds * FIXED_COST_LENGTH
 /**
  * Sets of processes each case runs on, one set after another, the figures of each side pooled over its processes: one
  * process's figure moves from run to run by more than the targets' margins (the naive hook's CPU a replayed call in
@@ -581,7 +582,7 @@ try {
         const run = async (connections: number, length: Length): Promise<Sample> => await pacedLoad(load, FIXED_COST_RATE, connections, 'seconds' in length ? length.seconds : seconds)
         return { name, process, load, run, ownWarmUp: async () => await run(FIXED_COST_CONNECTIONS, { seconds: FIXED_COST_WARMUP_SECONDS }) }
       }
-      await compare(FIXED_COST_CASE, [paced('ours', ours), paced('fastify peer', bareFastify)], { reference: 'fastify peer', levels: [FIXED_COST_CONNECTIONS], perSide: seconds * FIXED_COST_LENGTH })
+      await compare(FIXED_COST_CASE, [paced('ours', ours), paced('fastify peer', bareFastify)], { reference: 'fastify peer', levels: [FIXED_COST_CONNECTIONS], perSide: fixedCostSeconds })
     })
   }
 
@@ -701,7 +702,7 @@ const results: Results = {
   node: process.version,
   placement: placement ?? 'unpinned (one CPU)',
   secondsPerRun: seconds,
-  fixedCostSeconds: seconds * FIXED_COST_LENGTH,
+  fixedCostSeconds: selected(FIXED_COST_CASE) ? fixedCostSeconds : undefined,
   processSets: PROCESS_SETS,
   cases: process.env.BENCH_CASES === undefined || process.env.BENCH_CASES === '' ? null : process.env.BENCH_CASES,
   concurrency: CONCURRENCY,
